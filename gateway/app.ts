@@ -1,0 +1,83 @@
+import { SCOPES } from '../shared/scopes.ts';
+import { systemClock, type Clock } from '../shared/clock.ts';
+import type { Config } from '../shared/config.ts';
+import { createDb, type Db } from '../shared/db.ts';
+import { createLogger, type Logger } from '../shared/log.ts';
+import { Cursors } from '../shared/pagination.ts';
+import { createRedis, keyer, type Redis } from '../shared/redis.ts';
+import { buildOpenApi } from './http/openapi.ts';
+import { HttpGateway } from './http/server.ts';
+import type { Plugin } from './http/types.ts';
+import { accountRoutes } from './routes/account.ts';
+import { phoneNumberRoutes } from './routes/phone-numbers.ts';
+
+/** Every API area, in the order its routes appear in the OpenAPI document. */
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes];
+
+export interface GatewayOptions {
+  config: Config;
+  log?: Logger;
+  clock?: Clock;
+  /** Extra areas (tests use this to exercise pipeline features such as deprecation on a route of their own). */
+  plugins?: Plugin[];
+}
+
+export interface RunningGateway {
+  port: number;
+  url: string;
+  gateway: HttpGateway;
+  db: Db;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger('gateway', config.logLevel);
+  const db = createDb(config.databaseUrl, 20);
+  const redis = createRedis(config.redisUrl);
+  const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
+  const clock = opts.clock ?? systemClock;
+  const gateway = new HttpGateway({
+    config, db, redis, log, clock, key: keyer(config.redisPrefix), cursors: new Cursors(secret, clock),
+  });
+  for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
+
+  gateway
+    .addRaw('GET', '/healthz', () => ({ status: 200, contentType: 'application/json', body: '{"status":"ok"}' }))
+    .addRaw('GET', '/readyz', async () => {
+      const checks = await Promise.allSettled([db.one('SELECT 1'), redis.ping()]);
+      const [pg, rd] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'down'));
+      const ok = pg === 'ok' && rd === 'ok';
+      return { status: ok ? 200 : 503, contentType: 'application/json', body: JSON.stringify({ status: ok ? 'ready' : 'not_ready', postgres: pg, redis: rd }) };
+    })
+    .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
+    .addRaw('GET', '/v1/openapi.json', (req) => ({
+      status: 200, contentType: 'application/json',
+      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers))),
+    }))
+    .addRaw('GET', '/.well-known/oauth-protected-resource', (req) => {
+      const base = gateway.baseUrl(req.headers);
+      return {
+        status: 200, contentType: 'application/json',
+        body: JSON.stringify({
+          resource: base,
+          resource_name: 'Telephony, Caller-Trust and Website-Testing Service API',
+          authorization_servers: [],
+          bearer_methods_supported: ['header'],
+          scopes_supported: SCOPES,
+          resource_documentation: `${base}/v1/openapi.json`,
+        }),
+      };
+    });
+
+  const port = await gateway.listen(config.port, config.host);
+  return {
+    port, url: `http://${config.host}:${port}`, gateway, db, redis,
+    close: async () => {
+      await gateway.close();
+      await redis.quit().catch(() => undefined);
+      await db.$pool.end();
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import type { Redis } from 'ioredis';
+import { findPrincipalByKey } from '../../shared/accounts/keys.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import { KEY_REVOKED_CHANNEL } from '../../shared/accounts/revocation.ts';
+import type { Db } from '../../shared/db.ts';
+import { ApiError } from '../../shared/errors.ts';
+import type { Keyer } from '../../shared/redis.ts';
+import type { Scope } from '../../shared/scopes.ts';
+
+const POSITIVE_TTL_MS = 60_000;
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_ENTRIES = 50_000;
+
+interface Entry { principal: Principal | null; expires: number }
+
+/** Resolves bearer credentials. Keys are looked up by SHA-256 hash and cached in-process; a revocation is
+ *  broadcast on Redis so every replica drops the key at once (the TTL only bounds a missed broadcast). */
+export class Authenticator {
+  private readonly cache = new Map<string, Entry>();
+  private readonly byKeyId = new Map<string, string>();
+  private subscriber: Redis | null = null;
+
+  constructor(private readonly db: Db, private readonly key: Keyer) {}
+
+  async listen(redis: Redis): Promise<void> {
+    this.subscriber = redis.duplicate({ enableAutoPipelining: false });
+    this.subscriber.on('message', (_ch, keyId: string) => this.forget(keyId));
+    await this.subscriber.subscribe(this.key(KEY_REVOKED_CHANNEL));
+  }
+
+  async close(): Promise<void> {
+    await this.subscriber?.quit().catch(() => undefined);
+  }
+
+  forget(keyId: string): void {
+    const token = this.byKeyId.get(keyId);
+    if (token !== undefined) this.cache.delete(token);
+    this.byKeyId.delete(keyId);
+  }
+
+  /** The principal of an Authorization header value, or 401 with a reason. */
+  async authenticate(header: string | undefined): Promise<Principal> {
+    if (!header) throw unauthorized('missing', 'Missing Authorization header; send "Authorization: Bearer <API key>".');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw unauthorized('invalid_request', 'The Authorization header must use the Bearer scheme: "Bearer <API key>".');
+    const token = m[1];
+    const now = Date.now();
+    const hit = this.cache.get(token);
+    let principal: Principal | null;
+    if (hit && hit.expires > now) {
+      principal = hit.principal;
+    } else {
+      principal = token.length <= 200 ? await findPrincipalByKey(this.db, token) : null;
+      if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
+      this.cache.set(token, { principal, expires: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+      if (principal) this.byKeyId.set(principal.keyId, token);
+    }
+    if (!principal) throw unauthorized('invalid_token', 'The API key is invalid or has been revoked.');
+    return principal;
+  }
+}
+
+export function requireScope(p: Principal, scope: Scope): void {
+  if (p.scopes.has(scope)) return;
+  throw new AuthError('scope_missing', `This credential lacks the "${scope}" scope required by this endpoint.`,
+    'insufficient_scope', scope, `Create a key that includes the ${scope} scope.`);
+}
+
+type Challenge = 'missing' | 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+
+/** A 401 or 403 that must carry a Bearer challenge (RFC 6750) pointing at our resource metadata (RFC 9728). */
+export class AuthError extends ApiError {
+  constructor(code: 'unauthorized' | 'scope_missing', message: string, readonly challenge: Challenge,
+    readonly scope?: Scope, resolutionHint?: string) {
+    super(code, message, { resolutionHint, fields: scope ? { scope: `requires ${scope}` } : undefined });
+  }
+
+  wwwAuthenticate(baseUrl: string): string {
+    const meta = `resource_metadata="${baseUrl}/.well-known/oauth-protected-resource"`;
+    switch (this.challenge) {
+      case 'missing': return `Bearer realm="api", ${meta}`;
+      case 'insufficient_scope':
+        return `Bearer realm="api", error="insufficient_scope", error_description="The credential lacks the required scope", scope="${this.scope}", ${meta}`;
+      case 'invalid_request':
+        return `Bearer realm="api", error="invalid_request", error_description="Malformed Authorization header", ${meta}`;
+      default:
+        return `Bearer realm="api", error="invalid_token", error_description="The API key is invalid or revoked", ${meta}`;
+    }
+  }
+}
+
+function unauthorized(challenge: Challenge, message: string): AuthError {
+  return new AuthError('unauthorized', message, challenge);
+}

@@ -1,0 +1,48 @@
+import type { AnyRoute, Method } from './types.ts';
+
+interface Compiled { route: AnyRoute; re: RegExp; names: string[] }
+
+/** Static paths by map lookup; parameterised paths by compiled pattern, in registration order. */
+export class Router {
+  readonly routes: AnyRoute[] = [];
+  private readonly exact = new Map<string, AnyRoute>();
+  private readonly patterns: Compiled[] = [];
+
+  add(route: AnyRoute): void {
+    const id = `${route.method} ${route.path}`;
+    if (this.routes.some((r) => `${r.method} ${r.path}` === id)) throw new Error(`duplicate route ${id}`);
+    this.routes.push(route);
+    if (!route.path.includes('{')) {
+      this.exact.set(id, route);
+      return;
+    }
+    const names: string[] = [];
+    const re = new RegExp('^' + route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+      .replace(/\{(\w+)\}/g, (_, n) => { names.push(n); return '([^/]+)'; }) + '$');
+    this.patterns.push({ route, re, names });
+  }
+
+  /** The route and its decoded path parameters, or which methods the path allows (for 405), or nothing. */
+  match(method: Method | string, path: string):
+    | { route: AnyRoute; params: Record<string, string> }
+    | { allowed: string[] }
+    | null {
+    const hit = this.exact.get(`${method} ${path}`);
+    if (hit) return { route: hit, params: {} };
+    const allowed: string[] = [];
+    for (const r of this.routes) if (r.path === path && !r.path.includes('{')) allowed.push(r.method);
+    for (const c of this.patterns) {
+      const m = c.re.exec(path);
+      if (!m) continue;
+      if (c.route.method !== method) { allowed.push(c.route.method); continue; }
+      const params: Record<string, string> = {};
+      try {
+        c.names.forEach((n, i) => { params[n] = decodeURIComponent(m[i + 1]); });
+      } catch {
+        continue;
+      }
+      return { route: c.route, params };
+    }
+    return allowed.length ? { allowed } : null;
+  }
+}

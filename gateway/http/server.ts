@@ -1,0 +1,326 @@
+import uWS from 'uWebSockets.js';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import { ApiError, validationError } from '../../shared/errors.ts';
+import { canonicalJson, IdempotencyStore, type StoredResponse } from '../../shared/idempotency/index.ts';
+import { newRequestId, sha256hex } from '../../shared/ids.ts';
+import { FixedWindowLimiter, rateLimitHeaders } from '../../shared/ratelimit/index.ts';
+import { AuthError, Authenticator, requireScope } from './auth.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { Router } from './router.ts';
+import type { AnyRoute, Deprecation, GatewayDeps, Method, Plugin, Reply } from './types.ts';
+import { compileValidator } from './validation.ts';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+// Requests without a usable credential are limited per client address, so a flood of bad keys cannot hammer
+// the key lookup.
+const ANONYMOUS_LIMIT = 600;
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
+  402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
+  422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
+
+interface Compiled {
+  route: AnyRoute;
+  body?: (v: unknown) => void;
+  query?: (v: unknown) => void;
+  params?: (v: unknown) => void;
+}
+
+/** What a raw (non-API) route answers: health checks, metrics, documents. */
+export interface RawReply { status: number; contentType: string; body: string; headers?: Record<string, string> }
+export type RawRoute = (req: { headers: Record<string, string> }) => Promise<RawReply> | RawReply;
+
+interface Incoming {
+  method: string;
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+  remote: string;
+}
+
+export class HttpGateway {
+  readonly router = new Router();
+  readonly metrics = new GatewayMetrics();
+  readonly auth: Authenticator;
+  private readonly compiled = new Map<AnyRoute, Compiled>();
+  private readonly raw = new Map<string, RawRoute>();
+  private readonly limiter: FixedWindowLimiter;
+  private readonly idempotency: IdempotencyStore;
+  private listenSocket: uWS.us_listen_socket | null = null;
+  private app: uWS.TemplatedApp | null = null;
+
+  constructor(readonly deps: GatewayDeps) {
+    this.auth = new Authenticator(deps.db, deps.key);
+    this.limiter = new FixedWindowLimiter(deps.redis);
+    this.idempotency = new IdempotencyStore(deps.redis, deps.key);
+  }
+
+  register(plugin: Plugin): this {
+    plugin({ add: (r) => this.addRoute(r as AnyRoute) });
+    return this;
+  }
+
+  addRaw(method: Method, path: string, handler: RawRoute): this {
+    this.raw.set(`${method} ${path}`, handler);
+    return this;
+  }
+
+  private addRoute(route: AnyRoute): void {
+    this.router.add(route);
+    this.compiled.set(route, {
+      route,
+      body: route.body ? compileValidator(route.body, 'body') : undefined,
+      query: route.query ? compileValidator(route.query, 'query') : undefined,
+      params: route.params ? compileValidator(route.params, 'params') : undefined,
+    });
+  }
+
+  async listen(port: number, host: string): Promise<number> {
+    await this.auth.listen(this.deps.redis);
+    this.app = uWS.App().any('/*', (res, req) => this.onRequest(res, req));
+    return new Promise((resolve, reject) => {
+      this.app!.listen(host, port, (sock) => {
+        if (!sock) return reject(new Error(`cannot listen on ${host}:${port}`));
+        this.listenSocket = sock;
+        resolve(uWS.us_socket_local_port(sock));
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    await this.auth.close();
+  }
+
+  private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+    const started = process.hrtime.bigint();
+    const state = { aborted: false };
+    res.onAborted(() => { state.aborted = true; });
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => { headers[k] = v; });
+    const inc: Incoming = {
+      method: req.getMethod().toUpperCase(),
+      path: req.getUrl(),
+      query: req.getQuery() ?? '',
+      headers,
+      remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    };
+    const rawHandler = this.raw.get(`${inc.method} ${inc.path}`);
+    if (rawHandler) {
+      void this.serveRaw(res, state, rawHandler, inc);
+      return;
+    }
+    const needsBody = MUTATING.has(inc.method);
+    const run = (body: Buffer | null, tooBig = false) => {
+      void this.handle(inc, body, tooBig).then((out) => {
+        if (state.aborted) return;
+        res.cork(() => {
+          res.writeStatus(`${out.status} ${STATUS_TEXT[out.status] ?? ''}`);
+          for (const [k, v] of Object.entries(out.headers)) res.writeHeader(k, v);
+          res.end(out.body);
+        });
+        const secs = Number(process.hrtime.bigint() - started) / 1e9;
+        this.metrics.observe(inc.method, out.routeLabel, out.status, secs);
+        this.deps.log.info({ req_id: out.requestId, method: inc.method, path: inc.path, status: out.status,
+          ms: Math.round(secs * 1e4) / 10, org: out.orgId }, 'request');
+      });
+    };
+    if (!needsBody) return run(null);
+    const declared = Number(headers['content-length'] ?? 0);
+    if (declared > MAX_BODY_BYTES) return run(null, true);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooBig = false;
+    res.onData((chunk, isLast) => {
+      if (!tooBig) {
+        size += chunk.byteLength;
+        if (size > MAX_BODY_BYTES) tooBig = true;
+        else chunks.push(Buffer.from(chunk.slice(0)));
+      }
+      if (isLast) run(tooBig ? null : Buffer.concat(chunks), tooBig);
+    });
+  }
+
+  private async serveRaw(res: uWS.HttpResponse, state: { aborted: boolean }, h: RawRoute, inc: Incoming) {
+    let out: RawReply;
+    try {
+      out = await h({ headers: inc.headers });
+    } catch (err) {
+      this.deps.log.error({ err }, 'raw route failed');
+      out = { status: 500, contentType: 'text/plain', body: 'internal error' };
+    }
+    if (state.aborted) return;
+    res.cork(() => {
+      res.writeStatus(`${out.status} ${STATUS_TEXT[out.status] ?? ''}`);
+      res.writeHeader('content-type', out.contentType);
+      for (const [k, v] of Object.entries(out.headers ?? {})) res.writeHeader(k, v);
+      res.end(out.body);
+    });
+  }
+
+  baseUrl(headers: Record<string, string>): string {
+    if (this.deps.config.publicUrl) return this.deps.config.publicUrl;
+    const proto = headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
+    return `${proto}://${headers.host ?? `${this.deps.config.host}:${this.deps.config.port}`}`;
+  }
+
+  /** The request pipeline: match, body, authenticate, rate-limit, scope, validate, idempotency, handler. */
+  private async handle(inc: Incoming, rawBody: Buffer | null, tooBig: boolean) {
+    const requestId = newRequestId();
+    const headers: Record<string, string> = { 'X-Request-Id': requestId, 'content-type': 'application/json' };
+    let routeLabel = 'unmatched';
+    let principal: Principal | null = null;
+    let status = 500;
+    let body = '';
+    try {
+      const match = this.router.match(inc.method, inc.path);
+      if (!match) throw new ApiError('not_found', `No endpoint ${inc.method} ${inc.path}.`);
+      if ('allowed' in match) {
+        headers.Allow = match.allowed.join(', ');
+        throw new ApiError('method_not_allowed', `${inc.method} is not allowed on ${inc.path}; use ${match.allowed.join(' or ')}.`);
+      }
+      const { route } = match;
+      const c = this.compiled.get(route)!;
+      routeLabel = route.path;
+
+      // Authenticate and count the request before anything else can fail, so every answer carries rate headers.
+      if (route.scope) {
+        try {
+          principal = await this.auth.authenticate(inc.headers.authorization);
+        } catch (err) {
+          await this.countAnonymous(inc, headers);
+          throw err;
+        }
+        const d = await this.limiter.take(this.deps.key('rl', 'key', principal.keyId), principal.rateLimit);
+        Object.assign(headers, rateLimitHeaders(d));
+        if (!d.allowed) {
+          throw new ApiError('rate_limited',
+            `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`,
+            { resolutionHint: 'Slow down, or ask for a higher per-key limit.' });
+        }
+        requireScope(principal, route.scope);
+      }
+
+      const query = parseQuery(inc.query);
+      c.query ? c.query(query) : assertEmpty(query, 'query');
+      const params = match.params;
+      c.params?.(params);
+      const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
+      if (c.body) c.body(parsedBody);
+
+      const deprecation: Deprecation[] = route.deprecated ? [route.deprecated] : [];
+      const runHandler = async (): Promise<Reply> => route.handler({
+        deps: this.deps, principal: principal!, body: parsedBody, query, params, requestId, headers: inc.headers,
+        deprecate: (d) => { deprecation.push(d); },
+      });
+
+      let reply: StoredResponse;
+      const idemKey = inc.headers['idempotency-key'];
+      if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
+        IdempotencyStore.validateKey(idemKey);
+        const fingerprint = sha256hex(`${inc.method} ${inc.path}?${inc.query}\n${canonicalJson(parsedBody ?? null)}`);
+        const claim = await this.idempotency.claim(principal.keyId, idemKey, fingerprint, requestId);
+        if (claim.kind === 'replay') {
+          reply = claim.response;
+          headers['Idempotency-Replay'] = 'true';
+        } else {
+          try {
+            reply = serialize(await runHandler());
+          } catch (err) {
+            reply = serialize(errorReply(err, this.deps.log, requestId));
+          }
+          await claim.finish(reply);
+        }
+      } else {
+        reply = serialize(await runHandler());
+      }
+      const d = deprecation[0];
+      if (d) {
+        headers.Deprecation = `@${Math.floor(d.since.getTime() / 1000)}`;
+        headers.Sunset = d.sunset.toUTCString();
+        headers.Link = `<${d.link}>; rel="sunset"`;
+      }
+      Object.assign(headers, reply.headers);
+      status = reply.status;
+      body = reply.body;
+    } catch (err) {
+      const r = serialize(errorReply(err, this.deps.log, requestId));
+      if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl(inc.headers));
+      Object.assign(headers, r.headers);
+      status = r.status;
+      body = r.body;
+    }
+    if (status === 204) delete headers['content-type'];
+    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId };
+  }
+
+  private async countAnonymous(inc: Incoming, headers: Record<string, string>): Promise<void> {
+    const d = await this.limiter.take(this.deps.key('rl', 'ip', inc.remote), ANONYMOUS_LIMIT);
+    Object.assign(headers, rateLimitHeaders(d, 'anonymous'));
+    if (!d.allowed) throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
+  }
+}
+
+function serialize(r: Reply): StoredResponse {
+  return { status: r.status, body: r.body === undefined ? '' : JSON.stringify(r.body), headers: r.headers ?? {} };
+}
+
+function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): Reply {
+  if (err instanceof ApiError) return { status: err.status, body: err.toBody(), headers: err.headers };
+  log.error({ err, req_id: requestId }, 'unhandled error');
+  return {
+    status: 500,
+    body: new ApiError('internal_error', `An unexpected error occurred. Quote request id ${requestId} when reporting it.`).toBody(),
+  };
+}
+
+function parseQuery(qs: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!qs) return out;
+  const fields: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(qs)) {
+    if (k in out) fields[k] = 'must be given once';
+    out[k] = v;
+  }
+  if (Object.keys(fields).length) throw validationError(fields);
+  return out;
+}
+
+function assertEmpty(obj: Record<string, string>, where: string): void {
+  const extra = Object.keys(obj);
+  if (extra.length) {
+    throw validationError(Object.fromEntries(extra.map((k) => [k, `is not a recognized ${where} parameter`])));
+  }
+}
+
+/** JSON only: a wrong content type, oversized, malformed or unexpected body is a 400 naming `body`. */
+function parseBody(inc: Incoming, raw: Buffer | null, tooBig: boolean, expects: boolean): unknown {
+  if (tooBig) {
+    throw validationError({ body: `exceeds the ${MAX_BODY_BYTES} byte limit` }, 'The request body is too large.');
+  }
+  const empty = !raw || raw.length === 0;
+  if (empty) {
+    if (expects) throw validationError({ body: 'is required (a JSON object)' }, 'This endpoint needs a JSON body.');
+    return undefined;
+  }
+  const ct = (inc.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (ct !== 'application/json') {
+    throw validationError({ 'content-type': 'must be application/json' }, 'Send the body as JSON with Content-Type: application/json.');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw!.toString('utf8'));
+  } catch (e) {
+    throw validationError({ body: `is not valid JSON (${(e as Error).message})` }, 'The request body is not valid JSON.');
+  }
+  if (!expects) {
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed) && Object.keys(parsed).length === 0) return undefined;
+    throw validationError({ body: 'must be empty; this endpoint takes no body' });
+  }
+  return parsed;
+}

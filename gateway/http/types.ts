@@ -1,0 +1,78 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Config } from '../../shared/config.ts';
+import type { Db } from '../../shared/db.ts';
+import type { ErrorCode } from '../../shared/errors.ts';
+import type { Cursors } from '../../shared/pagination.ts';
+import type { Keyer } from '../../shared/redis.ts';
+import type { Scope } from '../../shared/scopes.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** What every route handler can reach: the process's shared resources. */
+export interface GatewayDeps {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  key: Keyer;
+  log: Logger;
+  clock: Clock;
+  cursors: Cursors;
+}
+
+export interface Deprecation {
+  /** When the route was deprecated (Deprecation header). */
+  since: Date;
+  /** When it stops working (Sunset header). */
+  sunset: Date;
+  /** Where to read about it (Link rel="sunset"). */
+  link: string;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+type StaticOr<S, D> = S extends TSchema ? Static<S> : D;
+
+export interface Ctx<B, Q, P> {
+  deps: GatewayDeps;
+  principal: Principal;
+  body: B;
+  query: Q;
+  params: P;
+  requestId: string;
+  headers: Record<string, string>;
+  /** Marks this response deprecated (for deprecated spellings inside a live route). */
+  deprecate(d: Deprecation): void;
+}
+
+export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
+  QS extends TSchema | undefined = TSchema | undefined, PS extends TSchema | undefined = TSchema | undefined> {
+  method: Method;
+  /** OpenAPI-style path: /v1/calls/{id}. */
+  path: string;
+  /** Required scope; null for public routes (no credential). */
+  scope: Scope | null;
+  summary: string;
+  tag: string;
+  body?: BS;
+  query?: QS;
+  params?: PS;
+  /** Success status and schema, for the OpenAPI document. */
+  response: { status: number; schema?: TSchema; description?: string };
+  /** Error codes this route can answer besides the general ones. */
+  errors?: ErrorCode[];
+  deprecated?: Deprecation;
+  handler(ctx: Ctx<StaticOr<BS, undefined>, StaticOr<QS, Record<string, never>>, StaticOr<PS, Record<string, never>>>): Promise<Reply>;
+}
+
+export type AnyRoute = RouteDef<any, any, any>;
+
+/** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
+export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;

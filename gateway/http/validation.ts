@@ -1,0 +1,50 @@
+import type { TSchema } from '@sinclair/typebox';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { validationError } from '../../shared/errors.ts';
+
+// ajv-formats is CommonJS: under NodeNext its function sits on .default.
+const addFormats = (addFormatsModule as unknown as { default: (a: Ajv) => Ajv }).default;
+
+// Two compilers: JSON bodies keep their types; query strings and path parameters are text, so they are coerced.
+const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, strict: false, coerceTypes: false });
+const textAjv = new Ajv({ allErrors: true, useDefaults: true, strict: false, coerceTypes: true });
+addFormats(bodyAjv);
+addFormats(textAjv);
+
+/** "/members/0/phone_id" -> "members[0].phone_id" */
+function fieldPath(pointer: string): string {
+  return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : acc ? `${acc}.${seg}` : seg), '');
+}
+
+function explain(e: ErrorObject): [string, string] {
+  const at = fieldPath(e.instancePath);
+  const join = (name: string) => (at ? `${at}.${name}` : name);
+  switch (e.keyword) {
+    case 'required': return [join((e.params as { missingProperty: string }).missingProperty), 'is required'];
+    case 'additionalProperties': return [join((e.params as { additionalProperty: string }).additionalProperty), 'is not a recognized field'];
+    case 'enum': return [at, `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`];
+    case 'const': return [at, `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`];
+    case 'anyOf': return [at, 'does not match any allowed form'];
+    default: return [at, e.message ?? 'is invalid'];
+  }
+}
+
+/** Compiled once per route at start-up; throws validation_error naming every bad field. */
+export function compileValidator(schema: TSchema, kind: 'body' | 'query' | 'params'): (v: unknown) => void {
+  const ajv = kind === 'body' ? bodyAjv : textAjv;
+  const fn: ValidateFunction = ajv.compile(schema);
+  return (value: unknown) => {
+    if (fn(value)) return;
+    const fields: Record<string, string> = {};
+    for (const e of fn.errors ?? []) {
+      // anyOf reports each branch too; the specific branch errors are noise next to its summary.
+      if (e.schemaPath.includes('/anyOf/')) continue;
+      const [k, msg] = explain(e);
+      const key = k || kind;
+      if (!fields[key]) fields[key] = msg;
+    }
+    throw validationError(fields);
+  };
+}

@@ -1,0 +1,129 @@
+// Operator CLI. Output is one JSON line on stdout; bad arguments print one line on stderr and exit 2, and
+// nothing is created (every command writes in one transaction, after all arguments are checked).
+import { parseArgs } from 'node:util';
+import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { createApiKey } from '../shared/accounts/keys.ts';
+import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
+import { loadConfig } from '../shared/config.ts';
+import { createDb } from '../shared/db.ts';
+import { isE164 } from '../shared/phone/e164.ts';
+import { createRedis, keyer } from '../shared/redis.ts';
+import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts';
+import { prepareDatabase } from './prepare.ts';
+
+class UsageError extends Error {}
+
+const USAGE = `usage:
+  admin bootstrap --org <name> [--email <email>] [--scopes <csv>|all] [--numbers <n>] [--demo]
+  admin key create --org <id> [--scopes <csv>|all] [--no-user] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]
+  admin key revoke --key-id <id>`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function parse(args: string[], options: Parameters<typeof parseArgs>[0]['options']) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string | boolean | undefined>;
+  } catch (e) {
+    throw new UsageError((e as Error).message.split('\n')[0]);
+  }
+}
+
+function scopesOf(v: unknown): Scope[] {
+  if (v === undefined) return [...DEFAULT_ALL_SCOPES];
+  try {
+    return parseScopes(String(v));
+  } catch (e) {
+    throw new UsageError(`--scopes: ${(e as Error).message}`);
+  }
+}
+
+function count(v: unknown, name: string, min: number, max: number, fallback: number): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!/^\d+$/.test(String(v)) || n < min || n > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+function numbers(v: unknown, name: string): string[] {
+  if (v === undefined) return [];
+  const list = String(v).split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = list.filter((n) => !isE164(n));
+  if (bad.length) throw new UsageError(`${name}: not E.164 numbers: ${bad.join(', ')}`);
+  return list;
+}
+
+async function main(argv: string[]): Promise<unknown> {
+  const [cmd, sub, ...rest] = argv;
+  const config = loadConfig();
+  if (cmd === 'bootstrap') {
+    const o = parse([sub, ...rest].filter((x) => x !== undefined), {
+      org: { type: 'string' }, email: { type: 'string' }, scopes: { type: 'string' }, numbers: { type: 'string' },
+      demo: { type: 'boolean' },
+    });
+    if (!o.org || !String(o.org).trim()) throw new UsageError('--org <name> is required');
+    if (o.email !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(String(o.email))) throw new UsageError('--email must be an email address');
+    const input = {
+      org: String(o.org).trim(), email: o.email as string | undefined, scopes: scopesOf(o.scopes),
+      numbers: count(o.numbers, '--numbers', 0, 100, 1), demo: o.demo === true,
+    };
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      return await bootstrapOrganization(db, input);
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'key' && sub === 'create') {
+    const o = parse(rest, {
+      org: { type: 'string' }, scopes: { type: 'string' }, 'no-user': { type: 'boolean' }, demo: { type: 'boolean' },
+      'allowed-from': { type: 'string' }, 'allowed-to': { type: 'string' }, 'rate-limit': { type: 'string' },
+    });
+    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    const scopes = scopesOf(o.scopes);
+    const allowedFrom = numbers(o['allowed-from'], '--allowed-from');
+    const allowedTo = numbers(o['allowed-to'], '--allowed-to');
+    const rate = o['rate-limit'] === undefined ? null : count(o['rate-limit'], '--rate-limit', 1, 10_000_000, 0);
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const org = await db.oneOrNone('SELECT id, owner_user_id FROM organizations WHERE id = $1', [o.org]);
+      if (!org) throw new UsageError(`no organization ${o.org}`);
+      const k = await createApiKey(db, {
+        organizationId: org.id, userId: o['no-user'] ? null : org.owner_user_id, scopes, isDemo: o.demo === true,
+        allowedFrom, allowedTo, rateLimitPerMinute: rate,
+      });
+      return { api_key: k.apiKey, api_key_id: k.apiKeyId };
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'key' && sub === 'revoke') {
+    const o = parse(rest, { 'key-id': { type: 'string' } });
+    if (!o['key-id'] || !UUID.test(String(o['key-id']))) throw new UsageError('--key-id <id> is required (a uuid)');
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    const redis = createRedis(config.redisUrl);
+    try {
+      const done = await revokeAndAnnounce(db, redis, keyer(config.redisPrefix), String(o['key-id']));
+      if (!done) throw new UsageError(`no live key ${o['key-id']}`);
+      return { api_key_id: o['key-id'], revoked: true };
+    } finally {
+      await db.$pool.end();
+      redis.disconnect();
+    }
+  }
+  throw new UsageError(`unknown command "${[cmd, sub].filter(Boolean).join(' ')}"\n${USAGE}`);
+}
+
+try {
+  const out = await main(process.argv.slice(2));
+  process.stdout.write(JSON.stringify(out) + '\n');
+} catch (e) {
+  if (e instanceof UsageError) {
+    process.stderr.write(`admin: ${e.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`admin: ${(e as Error).message}\n`);
+  process.exit(1);
+}

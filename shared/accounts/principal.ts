@@ -1,0 +1,19 @@
+import type { Scope } from '../scopes.ts';
+
+/** Who is calling: the authenticated credential, resolved once per request. */
+export interface Principal {
+  kind: 'api_key' | 'client_token';
+  keyId: string;
+  organizationId: string;
+  userId: string | null;
+  scopes: ReadonlySet<Scope>;
+  isDemo: boolean;
+  /** Ceiling of caller IDs and destinations; empty means any number the organization owns / any destination. */
+  allowedFrom: readonly string[];
+  allowedTo: readonly string[];
+  /** Requests per minute for this credential. */
+  rateLimit: number;
+}
+
+export const DEFAULT_RATE_LIMIT = 600;
+export const DEMO_RATE_LIMIT = 120;

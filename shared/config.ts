@@ -1,0 +1,48 @@
+// Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+export interface Config {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prefix for every Redis key and BullMQ queue, so several deployments or test files share one Redis. */
+  redisPrefix: string;
+  port: number;
+  signalingPort: number;
+  mediaPort: number;
+  workersPort: number;
+  host: string;
+  /** Public base URL, used in WWW-Authenticate and Link headers; derived from Host when unset. */
+  publicUrl: string | null;
+  logLevel: string;
+  webhookAllowInsecure: boolean;
+  sandboxTimeScale: number;
+  carrier: 'sandbox' | 'livekit';
+}
+
+function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
+  if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
+  const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
+  if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
+  return {
+    databaseUrl: env.DATABASE_URL || 'postgres://127.0.0.1:5432/openline',
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisPrefix: env.REDIS_PREFIX || 'ol',
+    port: int('PORT', 8080, env),
+    signalingPort: int('SIGNALING_PORT', 8081, env),
+    mediaPort: int('MEDIA_PORT', 8082, env),
+    workersPort: int('WORKERS_PORT', 8083, env),
+    host: env.HOST || '127.0.0.1',
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null,
+    logLevel: env.LOG_LEVEL || 'info',
+    webhookAllowInsecure: env.WEBHOOK_ALLOW_INSECURE === '1',
+    sandboxTimeScale: scale,
+    carrier,
+  };
+}

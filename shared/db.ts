@@ -1,0 +1,58 @@
+import { userInfo } from 'node:os';
+import pgPromise from 'pg-promise';
+
+// One pg-promise root per process; databases are created from it. Large integers (bigint) come back as numbers
+// because every bigint we store (phone ids, cents) stays far below 2^53.
+export const pgp = pgPromise({ capSQL: true });
+pgp.pg.types.setTypeParser(20, (v: string) => Number(v));
+
+export type Db = ReturnType<typeof createDb>;
+export type Tx = pgPromise.ITask<unknown>;
+
+export function createDb(url: string, max = 10) {
+  return pgp({ connectionString: withUser(url), max, allowExitOnIdle: true });
+}
+
+/** libpq falls back to the login name when a URL names no user; node-postgres needs $USER for that, which
+ *  service environments often lack. */
+function withUser(url: string): string {
+  const u = new URL(url);
+  if (!u.username) u.username = process.env.PGUSER || userInfo().username;
+  return u.toString();
+}
+
+/** Connection string of the maintenance database on the same server (to create or drop databases). */
+export function adminUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/postgres';
+  return u.toString();
+}
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+}
+
+export async function ensureDatabase(url: string): Promise<boolean> {
+  const name = databaseName(url);
+  const admin = createDb(adminUrl(url), 1);
+  try {
+    const found = await admin.oneOrNone('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found) return false;
+    try {
+      await admin.none('CREATE DATABASE $1:name', [name]);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42P04') throw err; // created concurrently
+    }
+    return true;
+  } finally {
+    await admin.$pool.end();
+  }
+}
+
+export async function dropDatabase(url: string): Promise<void> {
+  const admin = createDb(adminUrl(url), 1);
+  try {
+    await admin.none('DROP DATABASE IF EXISTS $1:name WITH (FORCE)', [databaseName(url)]);
+  } finally {
+    await admin.$pool.end();
+  }
+}

@@ -1,0 +1,30 @@
+import type { Logger } from 'pino';
+
+/** Runs a long-lived process: logs one health line when ready, stops gracefully once on SIGTERM or SIGINT. */
+export async function runProcess(log: Logger, start: () => Promise<{ info: Record<string, unknown>; stop(): Promise<void> }>) {
+  let running: Awaited<ReturnType<typeof start>>;
+  try {
+    running = await start();
+  } catch (err) {
+    log.fatal({ err }, 'failed to start');
+    process.exit(1);
+  }
+  log.info({ ...running.info, pid: process.pid, status: 'ready' }, 'ready');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => { log.warn('shutdown timed out; exiting'); process.exit(1); }, 10_000);
+    force.unref();
+    try {
+      await running.stop();
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+    }
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
