@@ -1,6 +1,6 @@
 // Operator CLI. Output is one JSON line on stdout; bad arguments print one line on stderr and exit 2, and
 // nothing is created (every command writes in one transaction, after all arguments are checked).
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
@@ -20,7 +20,7 @@ const USAGE = `usage:
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function parse(args: string[], options: Parameters<typeof parseArgs>[0]['options']) {
+function parse(args: string[], options: ParseArgsConfig['options']) {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string | boolean | undefined>;
   } catch (e) {

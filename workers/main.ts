@@ -1,20 +1,39 @@
+import { Worker } from 'bullmq';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { startHealthServer } from '../shared/health-server.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
-import { createRedis } from '../shared/redis.ts';
+import { createRedis, keyer } from '../shared/redis.ts';
+import type { WorkerDeps } from './processor.ts';
+import { PROCESSORS, SERVICES } from './registry.ts';
 
-// BullMQ processors register here, one file per queue, as the areas that need them arrive.
 const config = loadConfig();
 const log = createLogger('workers', config.logLevel);
 await runProcess(log, async () => {
-  const db = createDb(config.databaseUrl, 10);
+  const db = createDb(config.databaseUrl, 20);
   const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: null });
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
-  const health = await startHealthServer(config.host, config.workersPort, async () => ({ proc: 'workers', queues: [] }));
+  const deps: WorkerDeps = { config, db, redis, key: keyer(config.redisPrefix), log };
+  const workers = PROCESSORS.map((p) => {
+    const w = new Worker(p.queue, (job) => p.process(job, deps), {
+      connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix, concurrency: p.concurrency,
+    });
+    w.on('failed', (job, err) => log.warn({ queue: p.queue, job: job?.id, err: err.message }, 'job failed'));
+    return w;
+  });
+  const services = await Promise.all(SERVICES.map(async (s) => ({ name: s.name, handle: await s.start(deps) })));
+  const health = await startHealthServer(config.host, config.workersPort, async () => ({
+    proc: 'workers', queues: PROCESSORS.map((p) => p.queue), services: services.map((s) => s.name),
+  }));
   return {
-    info: { health: `http://${config.host}:${health.port}/healthz` },
-    stop: async () => { await health.close(); await redis.quit(); await db.$pool.end(); },
+    info: { health: `http://${config.host}:${health.port}/healthz`, queues: PROCESSORS.map((p) => p.queue) },
+    stop: async () => {
+      await health.close();
+      await Promise.all(workers.map((w) => w.close()));
+      for (const s of services) await s.handle.stop();
+      await redis.quit();
+      await db.$pool.end();
+    },
   };
 });

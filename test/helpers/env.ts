@@ -1,0 +1,168 @@
+// Test isolation: every test file gets its own PostgreSQL database (migrated), its own Redis key prefix, and
+// real processes on ephemeral loopback ports. Nothing is mocked.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { bootstrapOrganization, type BootstrapResult } from '../../shared/accounts/bootstrap.ts';
+import { createApiKey, type NewKeyInput } from '../../shared/accounts/keys.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { loadConfig, type Config } from '../../shared/config.ts';
+import { createDb, dropDatabase, type Db } from '../../shared/db.ts';
+import { randomToken } from '../../shared/ids.ts';
+import { createLogger } from '../../shared/log.ts';
+import { createRedis, type Redis } from '../../shared/redis.ts';
+import { DEFAULT_ALL_SCOPES, type Scope } from '../../shared/scopes.ts';
+import { startGateway, type RunningGateway } from '../../gateway/app.ts';
+import type { Plugin } from '../../gateway/http/types.ts';
+import { prepareDatabase } from '../../infra/prepare.ts';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface TapLike { teardown(fn: () => unknown): void }
+
+export interface EnvOptions {
+  /** Start an in-process gateway (default true). */
+  gateway?: boolean;
+  clock?: Clock;
+  plugins?: Plugin[];
+  /** Extra environment for this file's config and spawned processes. */
+  env?: Record<string, string>;
+}
+
+export interface Response<T = any> { status: number; headers: Record<string, string>; body: T; text: string }
+
+export interface RequestOptions {
+  key?: string | null;
+  body?: unknown;
+  /** Sent verbatim instead of JSON.stringify(body). */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export class TestEnv {
+  gateway: RunningGateway | null = null;
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(readonly config: Config, readonly env: Record<string, string>, readonly db: Db, readonly redis: Redis) {}
+
+  get url(): string {
+    if (!this.gateway) throw new Error('no gateway in this test env');
+    return this.gateway.url;
+  }
+
+  bootstrap(o: { org?: string; scopes?: Scope[]; numbers?: number; demo?: boolean; email?: string } = {}): Promise<BootstrapResult> {
+    return bootstrapOrganization(this.db, {
+      org: o.org ?? `Org ${randomToken(5)}`, scopes: o.scopes ?? [...DEFAULT_ALL_SCOPES], numbers: o.numbers ?? 2,
+      demo: o.demo, email: o.email,
+    });
+  }
+
+  createKey(input: NewKeyInput) { return createApiKey(this.db, input); }
+
+  request<T = any>(method: string, path: string, o: RequestOptions = {}): Promise<Response<T>> {
+    return httpCall<T>(this.url, method, path, o);
+  }
+
+  /** Starts one Procfile process (node --import tsx <proc>/main.ts) with this file's environment. */
+  spawn(proc: 'gateway' | 'signaling' | 'media' | 'workers', extra: Record<string, string> = {}): Proc {
+    const child = spawn(process.execPath, ['--import', 'tsx', `${proc}/main.ts`], {
+      cwd: ROOT, env: { ...process.env, ...this.env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.children.add(child);
+    const p = new Proc(child);
+    child.once('exit', () => this.children.delete(child));
+    return p;
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.children) c.kill('SIGKILL');
+    await this.gateway?.close();
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.config.redisPrefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await this.redis.unlink(...keys);
+    } while (cursor !== '0');
+    await this.redis.quit();
+    await this.db.$pool.end();
+    await dropDatabase(this.config.databaseUrl);
+  }
+}
+
+/** A spawned process: its output, readiness and exit. */
+export class Proc {
+  output = '';
+  readonly exited: Promise<number | null>;
+  constructor(readonly child: ChildProcess) {
+    child.stdout!.on('data', (d) => { this.output += d; });
+    child.stderr!.on('data', (d) => { this.output += d; });
+    this.exited = new Promise((r) => child.once('exit', (code) => r(code)));
+  }
+
+  /** Resolves when the process logged its ready line (or rejects when it exits first). */
+  async ready(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (!/"status":"ready"/.test(this.output)) {
+      if (this.child.exitCode !== null) throw new Error(`process exited early:\n${this.output}`);
+      if (Date.now() > until) throw new Error(`process not ready in ${timeoutMs} ms:\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL') { this.child.kill(signal); return this.exited; }
+}
+
+export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> {
+  const id = randomToken(8).toLowerCase();
+  const env: Record<string, string> = {
+    DATABASE_URL: `postgres://127.0.0.1:5432/ol_test_${id}`,
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `olt_${id}`,
+    PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', WORKERS_PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    ...o.env,
+  };
+  const config = loadConfig({ ...process.env, ...env });
+  await prepareDatabase(config);
+  const te = new TestEnv(config, env, createDb(config.databaseUrl, 10), createRedis(config.redisUrl));
+  t.teardown(() => te.close());
+  if (o.gateway !== false) {
+    te.gateway = await startGateway({ config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel) });
+  }
+  return te;
+}
+
+export function httpCall<T = any>(base: string, method: string, path: string, o: RequestOptions = {}): Promise<Response<T>> {
+  const headers: Record<string, string> = { connection: 'close', ...(o.headers ?? {}) };
+  if (o.key) headers.authorization = `Bearer ${o.key}`;
+  let payload: string | Buffer | undefined = o.rawBody;
+  if (payload === undefined && o.body !== undefined) {
+    payload = JSON.stringify(o.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(base + path, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: any = text;
+        try { body = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Polls until fn returns a truthy value. */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, stepMs = 50): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
