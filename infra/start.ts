@@ -1,0 +1,118 @@
+// `npm start`: make sure PostgreSQL and Redis are up, create and migrate the database, create a demo
+// organization on first run, then run every Procfile process and keep them running.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { loadConfig } from '../shared/config.ts';
+import { createDb } from '../shared/db.ts';
+import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
+import { prepareDatabase } from './prepare.ts';
+import { ensureServices } from './services.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
+
+interface Entry { name: string; command: string; child: ChildProcess | null; restarts: number[] }
+
+/** Procfile lines `name: command`. */
+export function readProcfile(text: string): { name: string; command: string }[] {
+  return text.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#')).map((l) => {
+    const i = l.indexOf(':');
+    return { name: l.slice(0, i).trim(), command: l.slice(i + 1).trim() };
+  });
+}
+
+async function firstRun(): Promise<void> {
+  const config = loadConfig();
+  const db = createDb(config.databaseUrl, 2);
+  try {
+    const { n } = await db.one('SELECT count(*)::int AS n FROM organizations');
+    if (n > 0) return;
+    const demo = await bootstrapOrganization(db, { org: 'Demo', scopes: [...DEFAULT_ALL_SCOPES], numbers: 3 });
+    say('first run: created the Demo organization with 3 sandbox numbers');
+    say(`  organization_id: ${demo.organization_id}`);
+    say(`  API key (shown once, store it now): ${demo.api_key}`);
+    say(`  numbers: ${demo.phone_numbers.join(', ')}`);
+  } finally {
+    await db.$pool.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  await ensureServices(config, say);
+  const prep = await prepareDatabase(config);
+  if (prep.created) say(`created database ${new URL(config.databaseUrl).pathname.slice(1)}`);
+  if (prep.applied.length) say(`applied migrations: ${prep.applied.join(', ')}`);
+  await firstRun();
+
+  const entries: Entry[] = readProcfile(readFileSync(`${ROOT}Procfile`, 'utf8')).map((p) => ({ ...p, child: null, restarts: [] }));
+  let stopping = false;
+  const width = Math.max(...entries.map((e) => e.name.length));
+
+  const launch = (e: Entry) => {
+    const child = spawn('sh', ['-c', `exec ${e.command}`], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    e.child = child;
+    const prefix = `${e.name.padEnd(width)} | `;
+    let announced = false;
+    const pipe = (stream: NodeJS.ReadableStream, out: NodeJS.WriteStream) => {
+      let buf = '';
+      stream.on('data', (d: Buffer) => {
+        buf += d.toString();
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          out.write(prefix + line + '\n');
+          if (!announced && e.name === 'gateway' && line.includes('"status":"ready"')) {
+            announced = true;
+            say(`gateway ready at http://${config.host}:${config.port}  (try: curl -H "Authorization: Bearer <key>" http://${config.host}:${config.port}/v1/account)`);
+          }
+        }
+      });
+    };
+    pipe(child.stdout!, process.stdout);
+    pipe(child.stderr!, process.stderr);
+    child.on('exit', (code, signal) => {
+      e.child = null;
+      if (stopping) return;
+      // Restart a crashed process, backing off; give up when it crashes 5 times within a minute.
+      const now = Date.now();
+      e.restarts = e.restarts.filter((t) => now - t < 60_000);
+      if (e.restarts.length >= 5) {
+        say(`${e.name} keeps exiting (code ${code ?? signal}); stopping everything`);
+        void shutdown(1);
+        return;
+      }
+      e.restarts.push(now);
+      const delay = 500 * 2 ** (e.restarts.length - 1);
+      say(`${e.name} exited (code ${code ?? signal}); restarting in ${delay} ms`);
+      setTimeout(() => { if (!stopping) launch(e); }, delay);
+    });
+  };
+
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping all processes');
+    const alive = entries.filter((e) => e.child);
+    for (const e of alive) e.child!.kill('SIGTERM');
+    await Promise.race([
+      Promise.all(alive.map((e) => new Promise((r) => (e.child ? e.child.once('exit', r) : r(null))))),
+      new Promise((r) => setTimeout(r, 12_000)),
+    ]);
+    for (const e of entries) e.child?.kill('SIGKILL');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  for (const e of entries) launch(e);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((err) => {
+    process.stderr.write(`[start] ${(err as Error).message}\n`);
+    process.exit(1);
+  });
+}
