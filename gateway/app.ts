@@ -10,9 +10,10 @@ import { HttpGateway } from './http/server.ts';
 import type { Plugin } from './http/types.ts';
 import { accountRoutes } from './routes/account.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, webhookRoutes];
 
 export interface GatewayOptions {
   config: Config;

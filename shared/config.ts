@@ -13,6 +13,10 @@ export interface Config {
   publicUrl: string | null;
   logLevel: string;
   webhookAllowInsecure: boolean;
+  /** Multiplies the webhook retry schedule (WEBHOOK_RETRY_SCALE, default 1; tests use e.g. 0.01). */
+  webhookRetryScale: number;
+  /** Per-attempt timeout of a webhook delivery (WEBHOOK_TIMEOUT_MS, default 10000). */
+  webhookTimeoutMs: number;
   sandboxTimeScale: number;
   carrier: 'sandbox' | 'livekit';
 }
@@ -28,6 +32,8 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
+  const retryScale = env.WEBHOOK_RETRY_SCALE ? Number(env.WEBHOOK_RETRY_SCALE) : 1;
+  if (!(retryScale > 0)) throw new Error(`WEBHOOK_RETRY_SCALE must be a positive number, got "${env.WEBHOOK_RETRY_SCALE}"`);
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
   return {
@@ -42,6 +48,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null,
     logLevel: env.LOG_LEVEL || 'info',
     webhookAllowInsecure: env.WEBHOOK_ALLOW_INSECURE === '1',
+    webhookRetryScale: retryScale,
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, env) || 10_000,
     sandboxTimeScale: scale,
     carrier,
   };

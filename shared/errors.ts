@@ -42,6 +42,8 @@ export const ERROR_CODES = {
   // Other errors
   texting_not_ready: { status: 403 },
   content_policy_forbidden: { status: 403 },
+  // Phone-number lifecycle: the number (or every number of the area code) is held by an organization.
+  number_unavailable: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,5 +1,7 @@
 import type { Processor, Service } from './processor.ts';
+import { webhookDelivery } from './processors/webhook-delivery.ts';
+import { outboxRelay } from './services/outbox-relay.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [];
-export const SERVICES: Service[] = [];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery];
+export const SERVICES: Service[] = [outboxRelay];

@@ -1,0 +1,92 @@
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { guardedLookup, isForbiddenAddress } from './url-guard.ts';
+
+export interface PostResult {
+  /** 2xx */
+  ok: boolean;
+  /** HTTP status, or null when no response arrived (timeout, refused, forbidden address, ...). */
+  status: number | null;
+  latencyMs: number;
+  /** Why it failed (null on success). */
+  error: string | null;
+}
+
+export interface PosterOptions {
+  timeoutMs: number;
+  /** WEBHOOK_ALLOW_INSECURE: plain http:// and private addresses allowed. */
+  allowInsecure: boolean;
+  maxSockets?: number;
+}
+
+const USER_AGENT = 'openline-webhooks/1.0';
+
+/** POSTs webhook bodies over keep-alive connections. Never follows redirects (a 3xx is a failed attempt), checks
+ *  every address it connects to against the SSRF rule, and gives up after `timeoutMs` for the whole exchange. */
+export class WebhookPoster {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+
+  constructor(private readonly o: PosterOptions) {
+    const agentOpts = { keepAlive: true, maxSockets: o.maxSockets ?? 128, maxFreeSockets: o.maxSockets ?? 128, scheduling: 'lifo' as const };
+    this.httpAgent = new http.Agent(agentOpts);
+    this.httpsAgent = new https.Agent(agentOpts);
+  }
+
+  post(rawUrl: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+    const started = performance.now();
+    const fail = (error: string, status: number | null = null): PostResult =>
+      ({ ok: false, status, latencyMs: Math.round(performance.now() - started), error });
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return Promise.resolve(fail('invalid URL'));
+    }
+    const secure = url.protocol === 'https:';
+    if (!secure && !(this.o.allowInsecure && url.protocol === 'http:')) {
+      return Promise.resolve(fail('refused: only https:// receivers are allowed (WEBHOOK_ALLOW_INSECURE is off)'));
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!this.o.allowInsecure && isIP(host) && isForbiddenAddress(host)) {
+      return Promise.resolve(fail(`refused: ${host} is a loopback, private, link-local or metadata address`));
+    }
+    return new Promise((resolve) => {
+      let settled = false;
+      const finish = (r: PostResult) => { if (!settled) { settled = true; resolve(r); } };
+      const req = (secure ? https : http).request(url, {
+        method: 'POST',
+        agent: secure ? this.httpsAgent : this.httpAgent,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT },
+        lookup: this.o.allowInsecure ? undefined : guardedLookup,
+        signal: AbortSignal.timeout(this.o.timeoutMs),
+      }, (res) => {
+        const status = res.statusCode ?? 0;
+        res.on('error', (err) => finish(fail(describe(err, this.o.timeoutMs), status)));
+        res.on('end', () => {
+          const latencyMs = Math.round(performance.now() - started);
+          if (status >= 200 && status < 300) finish({ ok: true, status, latencyMs, error: null });
+          else if (status >= 300 && status < 400) finish({ ok: false, status, latencyMs, error: `redirect (HTTP ${status}) not followed` });
+          else finish({ ok: false, status, latencyMs, error: `HTTP ${status}` });
+        });
+        res.on('close', () => finish(fail('connection closed before the response ended', status)));
+        res.resume();
+      });
+      req.on('error', (err) => finish(fail(describe(err, this.o.timeoutMs))));
+      req.end(body);
+    });
+  }
+
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
+
+function describe(err: Error & { code?: string }, timeoutMs: number): string {
+  if (err.name === 'TimeoutError' || err.name === 'AbortError' || err.code === 'ABORT_ERR') return `timeout after ${timeoutMs} ms`;
+  if (err.code === 'EFORBIDDENADDRESS') return `refused: ${err.message}`;
+  const msg = err.code ? `${err.code}: ${err.message}` : err.message;
+  return msg.slice(0, 500);
+}

@@ -1,0 +1,162 @@
+import type { Db, Tx } from '../db.ts';
+import { notFound, validationError } from '../errors.ts';
+import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
+import { keysetClause, type PageParams } from '../pagination.ts';
+import { isSubscribable, SUBSCRIBABLE_EVENT_TYPES } from './event-types.ts';
+import { newSigningSecret } from './signing.ts';
+import { checkWebhookUrl } from './url-guard.ts';
+
+export interface SubscriptionRow {
+  id: string;
+  seq: number;
+  organization_id: string;
+  webhook_url: string;
+  event_type: string;
+  workflow_id: string | null;
+  campaign_id: string | null;
+  secret: string;
+  status: 'active' | 'disabled';
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  created_at: Date;
+  deleted_at: Date | null;
+}
+
+export interface NewSubscription {
+  webhook_url: string;
+  event_type: string;
+  workflow_id?: string;
+  campaign_id?: string;
+}
+
+export const newSubscriptionId = () => SUBSCRIPTION_PREFIX + randomToken(24);
+
+/** The API shape of a subscription; the secret only appears in the creation response. */
+export function subscriptionView(r: SubscriptionRow) {
+  return {
+    id: r.id,
+    webhook_url: r.webhook_url,
+    event_type: r.event_type,
+    workflow_id: r.workflow_id,
+    campaign_id: r.campaign_id,
+    status: r.status,
+    disabled_reason: r.disabled_reason,
+    disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+/** Validates (event type, URL scheme and SSRF rule) and stores a subscription with a fresh signing secret. */
+export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean) {
+  const fields: Record<string, string> = {};
+  if (!isSubscribable(input.event_type)) {
+    fields.event_type = `must be one of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`;
+  }
+  const url = await checkWebhookUrl(input.webhook_url, allowInsecure);
+  if (!url.ok) fields.webhook_url = url.reason;
+  if (Object.keys(fields).length) throw validationError(fields);
+  const row = await db.one<SubscriptionRow>(
+    `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [newSubscriptionId(), organizationId, url.ok ? url.url.toString() : input.webhook_url, input.event_type,
+      input.workflow_id ?? null, input.campaign_id ?? null, newSigningSecret()],
+  );
+  return { ...subscriptionView(row), secret: row.secret };
+}
+
+/** The organization's live subscriptions (active and disabled; deleted ones are gone), one keyset page. */
+export async function listSubscriptions(db: Db, organizationId: string, p: PageParams, eventType?: string) {
+  const k = keysetClause('seq', p, 3);
+  const filter = `organization_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR event_type = $2)`;
+  return db.task(async (t) => {
+    const rows = await t.any<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE ${filter}${k.where}${k.tail}`,
+      [organizationId, eventType ?? null, ...k.values]);
+    const { n } = await t.one(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE ${filter}`, [organizationId, eventType ?? null]);
+    return { rows, total: n as number };
+  });
+}
+
+export async function getSubscription(db: Db | Tx, organizationId: string, id: string): Promise<SubscriptionRow> {
+  const row = await db.oneOrNone<SubscriptionRow>(
+    'SELECT * FROM webhook_subscriptions WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+  if (!row) throw notFound('Webhook subscription');
+  return row;
+}
+
+/** Deletes a subscription: no further deliveries (pending retries are dropped); its attempt log is kept. */
+export async function deleteSubscription(db: Db, organizationId: string, id: string): Promise<void> {
+  const r = await db.result(
+    'UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
+    [id, organizationId]);
+  if (r.rowCount !== 1) throw notFound('Webhook subscription');
+}
+
+/** A 410 Gone from the receiver: the subscription stops receiving (it stays listed with status disabled). */
+export async function disableSubscription(db: Db, id: string, reason: string): Promise<void> {
+  await db.none(
+    `UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $2, disabled_at = now()
+      WHERE id = $1 AND status = 'active'`, [id, reason]);
+}
+
+/** What a delivery needs to know about its subscription (null when deleted). */
+export async function subscriptionForDelivery(db: Db, id: string) {
+  return db.oneOrNone<Pick<SubscriptionRow, 'id' | 'webhook_url' | 'secret' | 'status' | 'organization_id'>>(
+    'SELECT id, webhook_url, secret, status, organization_id FROM webhook_subscriptions WHERE id = $1 AND deleted_at IS NULL', [id]);
+}
+
+/** Live subscriptions for a batch of (organization, event type) pairs: the relay's fan-out. */
+export async function matchingSubscriptions(tx: Tx, pairs: { organizationId: string; eventType: string }[]) {
+  if (!pairs.length) return [];
+  return tx.any<{ id: string; organization_id: string; event_type: string }>(
+    `SELECT s.id, s.organization_id, s.event_type FROM webhook_subscriptions s
+       JOIN unnest($1::uuid[], $2::text[]) AS p(org, et) ON s.organization_id = p.org AND s.event_type = p.et
+      WHERE s.status = 'active' AND s.deleted_at IS NULL`,
+    [pairs.map((p) => p.organizationId), pairs.map((p) => p.eventType)]);
+}
+
+export interface AttemptRow {
+  id: number;
+  subscription_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  outcome: 'succeeded' | 'retrying' | 'failed';
+  response_status: number | null;
+  latency_ms: number;
+  error: string | null;
+  attempted_at: Date;
+  next_attempt_at: Date | null;
+}
+
+export function attemptView(r: AttemptRow) {
+  return {
+    id: r.id,
+    webhook_id: r.webhook_id,
+    event_id: r.event_id,
+    event_type: r.event_type,
+    attempt: r.attempt,
+    outcome: r.outcome,
+    response_status: r.response_status,
+    latency_ms: r.latency_ms,
+    error: r.error,
+    attempted_at: r.attempted_at.toISOString(),
+    next_attempt_at: r.next_attempt_at ? r.next_attempt_at.toISOString() : null,
+  };
+}
+
+/** Every delivery attempt to one of the organization's subscriptions (deleted ones too), newest first. */
+export async function listAttempts(db: Db, organizationId: string, subscriptionId: string, p: PageParams, webhookId?: string) {
+  return db.task(async (t) => {
+    const sub = await t.oneOrNone('SELECT 1 FROM webhook_subscriptions WHERE id = $1 AND organization_id = $2',
+      [subscriptionId, organizationId]);
+    if (!sub) throw notFound('Webhook subscription');
+    const k = keysetClause('id', p, 3);
+    const filter = 'subscription_id = $1 AND ($2::text IS NULL OR webhook_id = $2)';
+    const rows = await t.any<AttemptRow>(`SELECT * FROM webhook_delivery_attempts WHERE ${filter}${k.where}${k.tail}`,
+      [subscriptionId, webhookId ?? null, ...k.values]);
+    const { n } = await t.one(`SELECT count(*)::int AS n FROM webhook_delivery_attempts WHERE ${filter}`,
+      [subscriptionId, webhookId ?? null]);
+    return { rows, total: n as number };
+  });
+}

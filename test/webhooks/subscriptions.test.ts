@@ -1,0 +1,162 @@
+import t from 'tap';
+import { testEnv } from '../helpers/env.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/event-types.ts';
+
+// The subscription API with the production URL rule (WEBHOOK_ALLOW_INSECURE off): SSRF refusals, event_type
+// validation, secret shown once, list/read/delete, scopes and organization isolation. No workers needed.
+const env = await testEnv(t);
+const PUBLIC = 'https://93.184.216.34/hooks/openline'; // a public address literal: no DNS needed in the sandbox
+
+const post = (key: string, body: unknown) => env.request('POST', '/api/v1/webhook_subscriptions', { key, body });
+
+t.test('webhook_url must be https and must not reach loopback, private, link-local or metadata addresses', async (t) => {
+  const org = await env.bootstrap();
+  const refused = [
+    'http://93.184.216.34/hook',
+    'https://127.0.0.1/hook',
+    'https://127.1.2.3:8443/hook',
+    'https://10.0.0.1/hook',
+    'https://172.16.5.4/hook',
+    'https://192.168.1.1/hook',
+    'https://100.64.0.1/hook',
+    'https://169.254.169.254/latest/meta-data/',
+    'https://[::1]/hook',
+    'https://[fd00::1]/hook',
+    'https://[fe80::1]/hook',
+    'https://[::ffff:127.0.0.1]/hook',
+    'https://[::ffff:a9fe:a9fe]/hook',
+    'https://0.0.0.0/hook',
+    'https://2130706433/hook', // 127.0.0.1 as one decimal number
+    'https://0x7f.1/hook',
+    'https://localhost/hook', // a host name that resolves to loopback
+    'https://localhost.:8443/hook',
+    'https://user:pass@93.184.216.34/hook',
+    'ftp://93.184.216.34/hook',
+    'not a url',
+  ];
+  for (const webhook_url of refused) {
+    const r = await post(org.api_key, { webhook_url, event_type: 'call_completed' });
+    t.equal(r.status, 400, webhook_url);
+    t.equal(r.body.error.code, 'validation_error', webhook_url);
+    t.type(r.body.error.fields?.webhook_url, 'string', `${webhook_url}: ${r.body.error.fields?.webhook_url}`);
+  }
+  const rows = await env.db.one('SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1', [org.organization_id]);
+  t.equal(rows.n, 0, 'nothing stored');
+  const ok = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'call_completed' });
+  t.equal(ok.status, 201, 'a public https URL is accepted');
+});
+
+t.test('event_type must be subscribable', async (t) => {
+  const org = await env.bootstrap();
+  for (const event_type of ['call.completed', 'CALL_COMPLETED', 'optimize.*', 'nope', '']) {
+    const r = await post(org.api_key, { webhook_url: PUBLIC, event_type });
+    t.equal(r.status, 400, event_type);
+    t.equal(r.body.error.code, 'validation_error');
+    t.ok(r.body.error.fields.event_type, `${event_type}: ${r.body.error.fields.event_type}`);
+  }
+  const both = await post(org.api_key, { webhook_url: 'https://10.1.1.1/', event_type: 'bogus' });
+  t.same(Object.keys(both.body.error.fields).sort(), ['event_type', 'webhook_url'], 'both problems reported at once');
+  for (const event_type of SUBSCRIBABLE_EVENT_TYPES) {
+    const r = await post(org.api_key, { webhook_url: PUBLIC, event_type });
+    t.equal(r.status, 201, `${event_type} is subscribable`);
+  }
+  for (const name of ['phone_call.ended', 'enterprise.status.updated', 'TEXTING_REGISTRATION_STATUS_CHANGED', 'optimize.conversion.created']) {
+    t.ok(SUBSCRIBABLE_EVENT_TYPES.includes(name), name);
+  }
+  const missing = await post(org.api_key, { webhook_url: PUBLIC });
+  t.equal(missing.body.error.fields.event_type, 'is required');
+  const extra = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'new_call', secret: 'mine' });
+  t.equal(extra.body.error.fields.secret, 'is not a recognized field');
+});
+
+t.test('create returns id and the secret once; read, list and delete never show the secret', async (t) => {
+  const org = await env.bootstrap();
+  const r = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'number_purchased', workflow_id: 'wf_1', campaign_id: 'cmp_9' });
+  t.equal(r.status, 201);
+  const d = r.body.data;
+  t.match(d.id, /^whsub_[A-Za-z0-9]{24}$/);
+  t.match(d.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  t.same({ ...d, id: 'x', secret: 'x', created_at: 'x' }, {
+    id: 'x', secret: 'x', created_at: 'x', webhook_url: PUBLIC, event_type: 'number_purchased', workflow_id: 'wf_1',
+    campaign_id: 'cmp_9', status: 'active', disabled_reason: null, disabled_at: null,
+  });
+
+  const read = await env.request('GET', `/api/v1/webhook_subscriptions/${d.id}`, { key: org.api_key });
+  t.equal(read.status, 200);
+  t.notOk('secret' in read.body.data);
+  t.equal(read.body.data.id, d.id);
+
+  await post(org.api_key, { webhook_url: PUBLIC + '/2', event_type: 'number_purchased' });
+  await post(org.api_key, { webhook_url: PUBLIC + '/3', event_type: 'number_released' });
+  const list = await env.request('GET', '/api/v1/webhook_subscriptions?limit=2', { key: org.api_key });
+  t.equal(list.status, 200);
+  t.equal(list.body.data.length, 2);
+  t.equal(list.body.meta.total_results, 3);
+  t.equal(list.body.meta.page_size, 2);
+  t.ok(list.body.meta.cursor);
+  t.notOk(list.body.data.some((s: any) => 'secret' in s));
+  t.equal(list.body.data[0].event_type, 'number_released', 'newest first');
+  const next = await env.request('GET', `/api/v1/webhook_subscriptions?limit=2&cursor=${encodeURIComponent(list.body.meta.cursor)}`, { key: org.api_key });
+  t.same(next.body.data.map((s: any) => s.id), [d.id]);
+  t.notOk(next.body.meta.cursor);
+  const filtered = await env.request('GET', '/api/v1/webhook_subscriptions?event_type=number_purchased', { key: org.api_key });
+  t.equal(filtered.body.data.length, 2);
+
+  const del = await env.request('DELETE', `/api/v1/webhook_subscriptions/${d.id}`, { key: org.api_key });
+  t.equal(del.status, 204);
+  t.equal(del.text, '');
+  const gone = await env.request('GET', `/api/v1/webhook_subscriptions/${d.id}`, { key: org.api_key });
+  t.equal(gone.status, 404);
+  t.equal(gone.body.error.code, 'not_found');
+  const again = await env.request('DELETE', `/api/v1/webhook_subscriptions/${d.id}`, { key: org.api_key });
+  t.equal(again.status, 404);
+  const after = await env.request('GET', '/api/v1/webhook_subscriptions', { key: org.api_key });
+  t.equal(after.body.meta.total_results, 2);
+});
+
+t.test('another organization can neither read, list, delete nor see the deliveries of a subscription', async (t) => {
+  const mine = await env.bootstrap();
+  const theirs = await env.bootstrap();
+  const s = (await post(mine.api_key, { webhook_url: PUBLIC, event_type: 'sms_sent' })).body.data;
+  for (const [method, path] of [['GET', `/api/v1/webhook_subscriptions/${s.id}`], ['DELETE', `/api/v1/webhook_subscriptions/${s.id}`],
+    ['GET', `/api/v1/webhook_subscriptions/${s.id}/deliveries`]] as const) {
+    const r = await env.request(method, path, { key: theirs.api_key });
+    t.equal(r.status, 404, `${method} ${path}`);
+  }
+  const list = await env.request('GET', '/api/v1/webhook_subscriptions', { key: theirs.api_key });
+  t.same(list.body.data, []);
+  const still = await env.request('GET', `/api/v1/webhook_subscriptions/${s.id}`, { key: mine.api_key });
+  t.equal(still.status, 200);
+});
+
+t.test('scopes: webhooks:write to change, webhooks:read to read', async (t) => {
+  const org = await env.bootstrap({ scopes: ['webhooks:read'] });
+  const w = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'sms_sent' });
+  t.equal(w.status, 403);
+  t.equal(w.body.error.code, 'scope_missing');
+  const r = await env.request('GET', '/api/v1/webhook_subscriptions', { key: org.api_key });
+  t.equal(r.status, 200);
+  const writer = await env.bootstrap({ scopes: ['webhooks:write'] });
+  t.equal((await post(writer.api_key, { webhook_url: PUBLIC, event_type: 'sms_sent' })).status, 201);
+  t.equal((await env.request('GET', '/api/v1/webhook_subscriptions', { key: writer.api_key })).status, 403);
+});
+
+t.test('Idempotency-Key replays the creation (same id and secret), not a second subscription', async (t) => {
+  const org = await env.bootstrap();
+  const headers = { 'idempotency-key': 'sub-create-1' };
+  const body = { webhook_url: PUBLIC, event_type: 'call_completed' };
+  const a = await env.request('POST', '/api/v1/webhook_subscriptions', { key: org.api_key, body, headers });
+  const b = await env.request('POST', '/api/v1/webhook_subscriptions', { key: org.api_key, body, headers });
+  t.equal(b.headers['idempotency-replay'], 'true');
+  t.same(b.body, a.body);
+  const n = await env.db.one('SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1', [org.organization_id]);
+  t.equal(n.n, 1);
+});
+
+t.test('the OpenAPI document lists the webhook routes', async (t) => {
+  const r = await env.request('GET', '/v1/openapi.json');
+  for (const p of ['/api/v1/webhook_subscriptions', '/api/v1/webhook_subscriptions/{id}', '/api/v1/webhook_subscriptions/{id}/deliveries']) {
+    t.ok(r.body.paths[p], p);
+  }
+  t.ok(r.body.paths['/api/v1/webhook_subscriptions'].post.responses['201']);
+});

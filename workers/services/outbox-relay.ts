@@ -1,0 +1,82 @@
+import { Queue } from 'bullmq';
+import { EVENTS_CHANNEL } from '../../shared/events/outbox.ts';
+import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
+import { relayBatch } from '../../shared/webhooks/relay.ts';
+import type { Service, WorkerDeps } from '../processor.ts';
+
+// The outbox relay: committed `events` rows -> one webhook-delivery job per matching subscription. Woken by
+// NOTIFY ol_events (sent on commit by recordEvent) and by a poll every POLL_MS, so a lost notification or a
+// dropped LISTEN connection only delays. Batches run back to back while the backlog lasts. Any number of relays
+// (replicas) may run: rows are claimed with FOR UPDATE SKIP LOCKED. See shared/webhooks/relay.ts for why a crash
+// between enqueue and commit neither loses nor duplicates a delivery.
+
+export const RELAY_BATCH = 1000;
+const POLL_MS = 1000;
+
+type Listener = Awaited<ReturnType<WorkerDeps['db']['connect']>>;
+
+export const outboxRelay: Service = {
+  name: 'outbox-relay',
+  async start(deps) {
+    const log = deps.log.child({ service: 'outbox-relay' });
+    const queue = new Queue(DELIVERY_QUEUE, { connection: deps.redis, prefix: deps.config.redisPrefix });
+    let stopped = false;
+    let notified = false;
+    let wake: (() => void) | null = null;
+    const poke = () => { notified = true; wake?.(); };
+
+    let listener: Listener | null = null;
+    const listen = async (): Promise<void> => {
+      if (stopped) return;
+      try {
+        const l = await deps.db.connect({ direct: true });
+        l.client.on('notification', poke);
+        l.client.on('error', (err) => {
+          log.warn({ err: err.message }, 'LISTEN connection lost; polling until it is back');
+          listener = null;
+          l.done(true);
+          setTimeout(() => void listen(), POLL_MS);
+        });
+        await l.none('LISTEN $1:name', [EVENTS_CHANNEL]);
+        listener = l;
+        poke(); // anything committed while not listening
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'cannot LISTEN; retrying');
+        setTimeout(() => void listen(), POLL_MS);
+      }
+    };
+    await listen();
+
+    const loop = (async () => {
+      while (!stopped) {
+        notified = false;
+        let full = false;
+        try {
+          const r = await relayBatch(deps.db, (jobs) => queue.addBulk(jobs), RELAY_BATCH, deps.config.webhookRetryScale);
+          full = r.events === RELAY_BATCH;
+          if (r.events) log.debug({ events: r.events, jobs: r.jobs }, 'relayed');
+        } catch (err) {
+          log.error({ err }, 'relay batch failed; retrying');
+          await new Promise((r) => setTimeout(r, POLL_MS));
+          continue;
+        }
+        if (full || notified || stopped) continue;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, POLL_MS);
+          wake = () => { clearTimeout(t); resolve(); };
+        });
+        wake = null;
+      }
+    })();
+
+    return {
+      stop: async () => {
+        stopped = true;
+        wake?.();
+        await loop;
+        if (listener) await (listener as Listener).done(true);
+        await queue.close();
+      },
+    };
+  },
+};
