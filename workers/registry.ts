@@ -1,7 +1,9 @@
 import type { Processor, Service } from './processor.ts';
+import { numberProvisioning } from './processors/number-provisioning.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
+import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery];
-export const SERVICES: Service[] = [outboxRelay];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning];
+export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper];

@@ -1,0 +1,85 @@
+import { Type } from '@sinclair/typebox';
+import {
+  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber,
+} from '../../shared/numbers/lifecycle.ts';
+import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
+import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
+import type { Plugin } from '../http/types.ts';
+import { PhoneNumber } from './phone-numbers.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
+  status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')]),
+  area_code: Type.String(),
+  activated_at: Nullable(Type.String({ format: 'date-time' })),
+  released_at: Nullable(Type.String({ format: 'date-time' })),
+})]);
+
+const AvailableNumber = Type.Object({
+  phone_number: Type.String({ description: 'E.164' }),
+  area_code: Type.String(),
+  iso_country: Type.String(),
+  provider: Type.String(),
+});
+
+const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+
+export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'GET', path: '/v1/phone-numbers/available', scope: 'phone_numbers:read', tag: 'Phone Numbers',
+    summary: 'Purchasable sandbox numbers (never one held by any organization).',
+    query: Type.Object({
+      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$', description: 'Three-digit sandbox area code' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })),
+    }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(AvailableNumber), meta: Type.Object({ page_size: Type.Integer() }) }) },
+    handler: async ({ deps, query }) => {
+      const limit = query.limit ?? 20;
+      return { status: 200, body: { data: await availableNumbers(deps.db, query.area_code, limit), meta: { page_size: limit } } };
+    },
+  });
+
+  routes.add({
+    method: 'POST', path: '/v1/phone-numbers', scope: 'phone_numbers:write', tag: 'Phone Numbers',
+    summary: 'Buy a number (exact phone_number, or any free one of area_code). 202: it is PROVISIONING; it turns ACTIVE '
+      + 'asynchronously and number_purchased fires.',
+    body: Type.Object({
+      phone_number: Type.Optional(Type.String({ maxLength: 16, description: 'E.164, from GET /v1/phone-numbers/available' })),
+      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$' })),
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    }, { additionalProperties: false }),
+    response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
+    errors: ['number_unavailable'],
+    handler: async ({ deps, principal, body }) => {
+      const row = await purchaseNumber(deps.db, principal, body);
+      try {
+        await enqueueProvisioning(deps.redis, deps.config, row.id);
+      } catch (err) {
+        // The workers' provisioning sweep picks the number up; the purchase itself is committed.
+        deps.log.warn({ err: (err as Error).message, phone_id: row.id }, 'provisioning enqueue failed; left to the sweep');
+      }
+      return { status: 202, body: { data: numberDetailView(row) } };
+    },
+  });
+
+  routes.add({
+    method: 'GET', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:read', tag: 'Phone Numbers',
+    summary: 'One of the organization\'s numbers with its lifecycle status (released numbers stay readable).',
+    params: IdParams,
+    response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
+    handler: async ({ deps, principal, params }) => ({
+      status: 200, body: { data: numberDetailView(await getNumber(deps.db, principal.organizationId, params.id)) },
+    }),
+  });
+
+  routes.add({
+    method: 'DELETE', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:write', tag: 'Phone Numbers',
+    summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
+    params: IdParams,
+    response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
+    handler: async ({ deps, principal, params }) => ({
+      status: 200, body: { data: numberDetailView(await releaseNumber(deps.db, principal.organizationId, params.id)) },
+    }),
+  });
+};

@@ -1,0 +1,14 @@
+import { activateNumber } from '../../shared/numbers/lifecycle.ts';
+import { PROVISIONING_QUEUE, type ProvisioningJob } from '../../shared/numbers/provisioning.ts';
+import type { Processor } from '../processor.ts';
+
+// The sandbox carrier's provisioning finished (the job's delay was the provisioning time): the number turns
+// ACTIVE and number_purchased is written to the outbox in the same transaction. Idempotent.
+export const numberProvisioning: Processor<ProvisioningJob> = {
+  queue: PROVISIONING_QUEUE,
+  concurrency: 10,
+  async process(job, deps) {
+    const row = await activateNumber(deps.db, job.data.phoneId);
+    return { activated: row !== null };
+  },
+};
