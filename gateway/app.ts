@@ -9,12 +9,13 @@ import { buildOpenApi } from './http/openapi.ts';
 import { HttpGateway } from './http/server.ts';
 import type { Plugin } from './http/types.ts';
 import { accountRoutes } from './routes/account.ts';
+import { callRoutes } from './routes/calls.ts';
 import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, phoneNumberLifecycleRoutes, webhookRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes];
 
 export interface GatewayOptions {
   config: Config;

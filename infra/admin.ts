@@ -2,6 +2,7 @@
 // nothing is created (every command writes in one transaction, after all arguments are checked).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { getLimits, LIMIT_RANGES, setLimits, setNumberMaxCallMinutes, type LimitsPatch } from '../shared/calls/limits.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
 import { loadConfig } from '../shared/config.ts';
@@ -16,7 +17,9 @@ class UsageError extends Error {}
 const USAGE = `usage:
   admin bootstrap --org <name> [--email <email>] [--scopes <csv>|all] [--numbers <n>] [--demo]
   admin key create --org <id> [--scopes <csv>|all] [--no-user] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]
-  admin key revoke --key-id <id>`;
+  admin key revoke --key-id <id>
+  admin org limits --org <id> [--channels <n>] [--calls-per-minute <n>] [--daily-spend-cap-cents <n>] [--allow-countries <csv>|none] [--max-call-minutes <n>] [--content-policy standard|hipaa]
+  admin number limits --org <id> --number <e164> --max-call-minutes <n>|default`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -50,6 +53,16 @@ function numbers(v: unknown, name: string): string[] {
   const bad = list.filter((n) => !isE164(n));
   if (bad.length) throw new UsageError(`${name}: not E.164 numbers: ${bad.join(', ')}`);
   return list;
+}
+
+/** ISO 3166 alpha-2 codes, comma separated; "none" (or empty) clears the list. */
+function countries(v: unknown): string[] {
+  const raw = String(v).trim();
+  if (raw === '' || raw === 'none') return [];
+  const list = raw.split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
+  const bad = list.filter((c) => !/^[A-Z]{2}$/.test(c));
+  if (bad.length) throw new UsageError(`--allow-countries: not ISO country codes: ${bad.join(', ')}`);
+  return [...new Set(list)];
 }
 
 async function main(argv: string[]): Promise<unknown> {
@@ -113,7 +126,58 @@ async function main(argv: string[]): Promise<unknown> {
       redis.disconnect();
     }
   }
-  throw new UsageError(`unknown command "${[cmd, sub].filter(Boolean).join(' ')}"\n${USAGE}`);
+  if (cmd === 'org' && sub === 'limits') {
+    const o = parse(rest, {
+      org: { type: 'string' }, channels: { type: 'string' }, 'calls-per-minute': { type: 'string' },
+      'daily-spend-cap-cents': { type: 'string' }, 'allow-countries': { type: 'string' }, 'max-call-minutes': { type: 'string' },
+      'content-policy': { type: 'string' },
+    });
+    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    const opt = (name: string, range: readonly [number, number]) =>
+      (o[name] === undefined ? undefined : count(o[name], `--${name}`, range[0], range[1], 0));
+    const patch: LimitsPatch = {
+      channel_limit: opt('channels', LIMIT_RANGES.channel_limit),
+      calls_per_minute: opt('calls-per-minute', LIMIT_RANGES.calls_per_minute),
+      daily_spend_cap_cents: opt('daily-spend-cap-cents', LIMIT_RANGES.daily_spend_cap_cents),
+      max_call_minutes: opt('max-call-minutes', LIMIT_RANGES.max_call_minutes),
+    };
+    if (o['allow-countries'] !== undefined) patch.allow_countries = countries(o['allow-countries']);
+    if (o['content-policy'] !== undefined) {
+      if (o['content-policy'] !== 'standard' && o['content-policy'] !== 'hipaa') throw new UsageError('--content-policy must be standard or hipaa');
+      patch.content_policy = o['content-policy'];
+    }
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const limits = Object.values(patch).some((v) => v !== undefined)
+        ? await setLimits(db, String(o.org), patch)
+        : await getLimits(db, String(o.org));
+      if (!limits) throw new UsageError(`no organization ${o.org}`);
+      return limits;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'number' && sub === 'limits') {
+    const o = parse(rest, { org: { type: 'string' }, number: { type: 'string' }, 'max-call-minutes': { type: 'string' } });
+    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (!o.number || !isE164(String(o.number))) throw new UsageError('--number <e164> is required (an E.164 number)');
+    if (o['max-call-minutes'] === undefined) throw new UsageError('--max-call-minutes <n>|default is required');
+    const minutes = o['max-call-minutes'] === 'default'
+      ? null : count(o['max-call-minutes'], '--max-call-minutes', LIMIT_RANGES.max_call_minutes[0], LIMIT_RANGES.max_call_minutes[1], 0);
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const row = await setNumberMaxCallMinutes(db, String(o.org), String(o.number), minutes);
+      if (!row) throw new UsageError(`no number ${o.number} held by organization ${o.org}`);
+      return row;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  // One line, like every usage error: the command names are read from USAGE.
+  const commands = USAGE.split('\n').slice(1).map((l) => l.trim().replace(/^admin /, '').split(' --')[0]);
+  throw new UsageError(`${cmd ? `unknown command "${[cmd, sub].filter(Boolean).join(' ')}"` : 'missing command'}; expected one of: ${commands.join(', ')}`);
 }
 
 try {

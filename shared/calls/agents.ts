@@ -1,0 +1,29 @@
+// The agent an AI call speaks with: a saved agent (agents table, by id) or inline settings. The call keeps a copy,
+// so editing or deleting the agent later does not change calls already placed.
+import type { Db } from '../db.ts';
+import { validationError } from '../errors.ts';
+import type { AgentSettings } from './model.ts';
+import { isUuid } from './store.ts';
+
+export const DEFAULT_AGENT_VOICE = 'neutral';
+export const DEFAULT_AGENT_NAME = 'Assistant';
+
+export interface InlineAgent { name?: string; greeting: string; prompt?: string; voice?: string }
+
+export async function resolveAgent(db: Db, organizationId: string, agentId: string | undefined, inline: InlineAgent | undefined): Promise<AgentSettings> {
+  if (agentId !== undefined && inline !== undefined) {
+    throw validationError({ agent: 'give either agent_id or agent, not both' });
+  }
+  if (inline) {
+    return { id: null, name: inline.name ?? DEFAULT_AGENT_NAME, greeting: inline.greeting, prompt: inline.prompt ?? '',
+      voice: inline.voice ?? DEFAULT_AGENT_VOICE };
+  }
+  if (agentId === undefined) throw validationError({ agent_id: 'is required (or inline settings in agent)' });
+  const row = isUuid(agentId)
+    ? await db.oneOrNone<AgentSettings>(
+      'SELECT id, name, greeting, prompt, voice FROM agents WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
+      [agentId, organizationId])
+    : null;
+  if (!row) throw validationError({ agent_id: 'is not an agent of your organization' });
+  return row;
+}

@@ -1,0 +1,220 @@
+// The per-call state machine, as a pure function: (call, input) -> (next call, effects). It knows nothing of
+// Postgres, Redis or carriers; store.ts applies one input per transaction with the call row locked, and
+// effects.ts carries out the effects after commit. An input that no longer applies (a duplicate or late carrier
+// event, a timer after the end, a second hangup) changes nothing and yields no effects, so every transition
+// happens at most once.
+//
+//   QUEUED --originate--> RINGING --destination answered--> ANSWERED --any leg hangs up / hangup / limit--> COMPLETED
+//   RINGING --leg fails--> BUSY | NO_ANSWER | VOICEMAIL | FAILED     (first failing leg decides, connect or destination)
+//   RINGING --leg answers then reports screening--> COMPLETED (call_outcome screened)
+//   QUEUED --hangup (any mode)--> CANCELED      RINGING --hangup--> CANCELED      ANSWERED --hangup--> COMPLETED
+//   setup_failed / cancel_setup only act on QUEUED (never interrupt an originated call).
+import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
+import {
+  FAILURES, LEG_RANK, isTerminal, type AsyncFailureCode, type CallOutcome, type CallRow, type CallStatus, type HangupMode,
+  type Leg, type LegStatus,
+} from './model.ts';
+
+/** The part of a call row the machine reads and writes. */
+export type MachineCall = Pick<CallRow,
+  'id' | 'type' | 'status' | 'legs' | 'picked_up' | 'answered_at' | 'ended_at' | 'originated_at' | 'call_outcome'
+  | 'failure_code' | 'failure_category' | 'disconnection_reason' | 'duration_seconds' | 'time_scale'
+  | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents'>;
+
+export type Input =
+  | { type: 'originate'; at: Date }
+  | { type: 'carrier'; event: CarrierEvent }
+  | { type: 'hangup'; mode: HangupMode; at: Date }
+  | { type: 'limit'; at: Date }
+  | { type: 'force_end'; at: Date };
+
+export type Effect =
+  | { kind: 'originate'; role: LegRole }
+  | { kind: 'hangup'; role: LegRole }
+  | { kind: 'bridge'; at: string }
+  /** Epoch ms at which the call-length limit ends the call. */
+  | { kind: 'schedule_limit'; at: number }
+  | { kind: 'release' };
+
+/** What an input did: `applied` changed the call; the others explain why nothing happened. */
+export type Result = 'applied' | 'ignored' | 'already_ended' | 'already_originated';
+
+export interface Step {
+  result: Result;
+  call: MachineCall;
+  effects: Effect[];
+  /** This input ended the call (end events are due). */
+  ended: boolean;
+}
+
+const STATUS_OF_KIND = { ringing: 'RINGING', answered: 'ANSWERED', ended: 'ENDED' } as const satisfies Record<string, LegStatus>;
+const LIVE_LEG: LegStatus[] = ['DIALING', 'RINGING', 'ANSWERED'];
+
+const noop = (call: MachineCall, result: Result = 'ignored'): Step => ({ result, call, effects: [], ended: false });
+
+function clone(call: MachineCall): MachineCall {
+  const legs: MachineCall['legs'] = {};
+  for (const [role, leg] of Object.entries(call.legs)) legs[role as LegRole] = { ...leg };
+  return { ...call, legs };
+}
+
+/** Seconds of carrier time between two instants (the sandbox runs scaled). */
+export const carrierSeconds = (from: Date, to: Date, scale: number) =>
+  Math.max(0, Math.round((to.getTime() - from.getTime()) / 1000 / scale));
+
+/** When the call-length limit ends an answered call (epoch ms). */
+export const limitDeadline = (c: Pick<MachineCall, 'answered_at' | 'max_duration_seconds' | 'time_scale'>) =>
+  c.answered_at!.getTime() + c.max_duration_seconds * 1000 * c.time_scale;
+
+/** Cost: every answered leg pays per started minute of its own connected time. */
+export function callCost(c: MachineCall, endedAt: Date): number {
+  let cents = 0;
+  for (const leg of Object.values(c.legs)) {
+    if (!leg?.answered_at) continue;
+    const secs = carrierSeconds(new Date(leg.answered_at), leg.ended_at ? new Date(leg.ended_at) : endedAt, c.time_scale);
+    cents += Math.ceil(secs / 60) * c.price_cents_per_minute;
+  }
+  return cents;
+}
+
+interface Ending {
+  status: CallStatus;
+  outcome: CallOutcome;
+  reason: string;
+  failure?: AsyncFailureCode;
+  /** Screening: the call never reached a person; timings are unknown. */
+  screened?: boolean;
+}
+
+/** Ends the call: final fields, hang up every leg still up, release the channels. */
+function end(call: MachineCall, e: Ending, at: Date): Step {
+  call.status = e.status;
+  call.call_outcome = e.outcome;
+  call.disconnection_reason = e.reason;
+  call.failure_code = e.failure ?? null;
+  call.failure_category = e.failure ? FAILURES[e.failure].category : null;
+  call.ended_at = at;
+  if (e.screened) {
+    call.picked_up = false;
+    call.answered_at = null;
+    call.duration_seconds = null;
+  } else {
+    call.duration_seconds = call.answered_at ? carrierSeconds(call.answered_at, at, call.time_scale) : 0;
+  }
+  call.cost_cents = callCost(call, at);
+  const effects: Effect[] = [];
+  for (const leg of Object.values(call.legs)) if (leg && LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+  effects.push({ kind: 'release' });
+  return { result: 'applied', call, effects, ended: true };
+}
+
+function dial(call: MachineCall, role: LegRole, at: Date): Effect {
+  const leg = call.legs[role]!;
+  leg.status = 'DIALING';
+  leg.originated_at = at.toISOString();
+  return { kind: 'originate', role };
+}
+
+export function step(current: MachineCall, input: Input): Step {
+  const call = clone(current);
+  switch (input.type) {
+    case 'originate': {
+      if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
+      call.status = 'RINGING';
+      call.originated_at = input.at;
+      return { result: 'applied', call, effects: [dial(call, call.type === 'bridge' ? 'connect' : 'destination', input.at)], ended: false };
+    }
+    case 'hangup': {
+      if (isTerminal(call.status)) return noop(current, 'already_ended');
+      if (input.mode !== 'hangup') {
+        if (call.status !== 'QUEUED') return noop(current, 'already_originated');
+        return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed',
+          reason: input.mode === 'setup_failed' ? 'setup_failed' : 'setup_canceled' }, input.at);
+      }
+      if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'api_hangup' }, input.at);
+      return end(call, { status: 'CANCELED', outcome: 'canceled', reason: 'api_hangup' }, input.at);
+    }
+    case 'limit': {
+      if (call.status !== 'ANSWERED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'ignored');
+      return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'max_duration_reached' }, input.at);
+    }
+    case 'force_end': {
+      if (isTerminal(call.status)) return noop(current, 'already_ended');
+      if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'max_duration_reached' }, input.at);
+      return end(call, { status: 'FAILED', outcome: 'failed', reason: 'setup_timeout' }, input.at);
+    }
+    case 'carrier': return carrierStep(current, call, input.event);
+  }
+}
+
+function carrierStep(current: MachineCall, call: MachineCall, ev: CarrierEvent): Step {
+  const leg: Leg | undefined = call.legs[ev.role];
+  if (!leg) return noop(current);
+  const next = STATUS_OF_KIND[ev.kind];
+  if (leg.status === 'ENDED' || LEG_RANK[next] <= LEG_RANK[leg.status]) return noop(current);
+  const wasAnswered = leg.status === 'ANSWERED';
+  leg.status = next;
+  if (ev.kind === 'answered') leg.answered_at = ev.at;
+  if (ev.kind === 'ended') {
+    leg.ended_at = ev.at;
+    leg.reason = ev.reason ?? 'completed';
+  }
+  const at = new Date(ev.at);
+
+  // After the end only the leg's record changes; a leg that comes up after the end is hung up.
+  if (isTerminal(call.status)) {
+    return { result: 'applied', call, effects: ev.kind === 'ended' ? [] : [{ kind: 'hangup', role: ev.role }], ended: false };
+  }
+
+  if (ev.kind === 'ringing') return { result: 'applied', call, effects: [], ended: false };
+
+  if (ev.kind === 'answered') {
+    if (ev.role === 'connect') {
+      // The staff phone answered: now ring the called party.
+      const dest = call.legs.destination;
+      const effects: Effect[] = dest && dest.status === 'PENDING' ? [dial(call, 'destination', at)] : [];
+      return { result: 'applied', call, effects, ended: false };
+    }
+    call.status = 'ANSWERED';
+    call.answered_at = at;
+    call.picked_up = true;
+    const effects: Effect[] = [];
+    if (call.type === 'bridge') effects.push({ kind: 'bridge', at: ev.at });
+    effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
+    return { result: 'applied', call, effects, ended: false };
+  }
+
+  // ended
+  const reason = leg.reason!;
+  if (reason === 'screened') {
+    return end(call, { status: 'COMPLETED', outcome: 'screened', reason: 'call_screened', screened: true }, at);
+  }
+  if (reason in FAILURES && !wasAnswered) {
+    const f = FAILURES[reason as AsyncFailureCode];
+    return end(call, { status: f.status, outcome: f.outcome, reason, failure: reason as AsyncFailureCode }, at);
+  }
+  if (call.status === 'ANSWERED') {
+    const who = ev.role === 'destination' ? 'remote_hangup' : 'connect_hangup';
+    return end(call, { status: 'COMPLETED', outcome: 'answered', reason: reason === 'local_hangup' ? 'local_hangup' : who }, at);
+  }
+  // A leg hung up before the called party answered (the staff phone gave up, or the carrier dropped it).
+  return end(call, { status: 'CANCELED', outcome: 'canceled', reason: ev.role === 'connect' ? 'connect_hangup' : 'remote_hangup' }, at);
+}
+
+/** Level-triggered repair: the effects the call's current state calls for, for the reconciler to re-issue when a
+ *  process died between a commit and its effects. Every effect is idempotent. */
+export function pendingEffects(call: MachineCall): Effect[] {
+  const effects: Effect[] = [];
+  const legs = Object.values(call.legs).filter((l): l is Leg => !!l);
+  if (isTerminal(call.status)) {
+    for (const leg of legs) if (LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+    effects.push({ kind: 'release' });
+    return effects;
+  }
+  for (const leg of legs) if (leg.status === 'DIALING') effects.push({ kind: 'originate', role: leg.role });
+  if (call.status === 'ANSWERED') {
+    if (call.type === 'bridge') effects.push({ kind: 'bridge', at: call.answered_at!.toISOString() });
+    effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
+  }
+  return effects;
+}

@@ -1,0 +1,189 @@
+// Placing a call (POST /v1/calls/dial and POST /v1/calls): the guardrails in their fixed order, channel admission,
+// one insert transaction, the dial job. A rejected call leaves no row and holds no channel.
+//
+//   1 validation         destination_missing, destination_invalid, validation_error
+//   2 key ceiling        403 forbidden (from/to outside the credential's bounds)
+//   3 destination rules  403 destination_blocked (emergency, special service, premium, international unless the
+//                        organization allows the country, demo keys outside the sandbox's numbers)
+//   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
+//                        (still provisioning)
+//   5 call rate          429 rate_limited (category account_limit)
+//   6 daily spend cap    402 spend_cap_reached
+//   7 channels           409 channel_limit_exceeded (category account_limit)
+import type { Principal } from '../accounts/principal.ts';
+import { ApiError, validationError } from '../errors.ts';
+import { uuidv7 } from '../ids.ts';
+import { parseE164 } from '../phone/e164.ts';
+import { rateLimitHeaders } from '../ratelimit/index.ts';
+import { BLOCK_MESSAGES, classifyDestination, isDemoDestination } from './destinations.ts';
+import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
+import type { CallRuntime } from './runtime.ts';
+import { insertCall } from './store.ts';
+
+export interface PlaceRequest {
+  type: CallType;
+  from?: string;
+  to?: string;
+  connect?: string;
+  numberSetId?: string;
+  record: boolean;
+  agent?: AgentSettings;
+  /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
+  names: { from: string; to: string };
+}
+
+interface OrgState {
+  channel_limit: number;
+  calls_per_minute: number;
+  daily_spend_cap_cents: number;
+  allow_countries: string[];
+  max_call_minutes: number;
+  spent: number;
+  phone_id: number | null;
+  phone_status: string | null;
+  phone_max: number | null;
+}
+
+const blocked = (field: string, message: string, hint?: string) =>
+  new ApiError('destination_blocked', `${field} ${message}.`, { fields: { [field]: message }, resolutionHint: hint });
+
+export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest): Promise<CallRow> {
+  const { db, key } = rt.deps;
+  const F = req.names.from;
+  const T = req.names.to;
+
+  // 1. Validation.
+  if (req.to === undefined || req.to === '') {
+    throw new ApiError('destination_missing', `No destination: ${T} is required.`, { fields: { [T]: 'is required' } });
+  }
+  if (!parseE164(req.to)) {
+    throw new ApiError('destination_invalid', `${T} is not a valid dialable E.164 number.`,
+      { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
+  }
+  if (req.from === undefined) {
+    if (req.numberSetId !== undefined) {
+      throw validationError({ number_set_id: 'Number Sets are not available yet; pass from_number instead' },
+        'Caller-ID selection from a Number Set is not available yet; pass from_number.');
+    }
+    throw validationError({ [F]: 'is required (the caller ID, an E.164 number of your organization)' });
+  }
+  if (!parseE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
+  if (req.type === 'bridge') {
+    if (req.connect === undefined) {
+      throw validationError({ connect_number: 'is required: the phone rung first and bridged to to_number' });
+    }
+    if (!parseE164(req.connect)) {
+      throw new ApiError('destination_invalid', 'connect_number is not a valid dialable E.164 number.',
+        { fields: { connect_number: 'must be a dialable E.164 number' } });
+    }
+  }
+  const dialed: [string, string][] = [[T, req.to], ...(req.type === 'bridge' ? [['connect_number', req.connect!] as [string, string]] : [])];
+
+  // 2. Key ceiling.
+  if (p.allowedFrom.length && !p.allowedFrom.includes(req.from)) {
+    throw new ApiError('forbidden', `${F} is outside the caller IDs this credential may use.`,
+      { fields: { [F]: 'is not in the credential\'s allowed caller IDs' } });
+  }
+  if (p.allowedTo.length) {
+    for (const [field, n] of dialed) {
+      if (!p.allowedTo.includes(n)) {
+        throw new ApiError('forbidden', `${field} is outside the destinations this credential may call.`,
+          { fields: { [field]: 'is not in the credential\'s allowed destinations' } });
+      }
+    }
+  }
+
+  const now = new Date();
+  const org = await db.one<OrgState>(
+    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents, o.allow_countries, o.max_call_minutes,
+            COALESCE((SELECT cents FROM org_daily_spend WHERE organization_id = o.id AND day = $3), 0) AS spent,
+            p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
+       FROM organizations o
+       LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
+      WHERE o.id = $1`,
+    [p.organizationId, req.from, spendDay(now)],
+  );
+
+  // 3. Destination rules.
+  for (const [field, n] of dialed) {
+    const v = classifyDestination(n, org.allow_countries);
+    if (v.ok) continue;
+    if (v.code === 'destination_invalid') {
+      throw new ApiError('destination_invalid', `${field} is not a valid dialable number.`, { fields: { [field]: 'is not a dialable number' } });
+    }
+    throw blocked(field, BLOCK_MESSAGES[v.reason], v.reason === 'international'
+      ? `An administrator can allow ${v.country}: admin org limits --org <id> --allow-countries ${v.country}` : undefined);
+  }
+  if (p.isDemo) {
+    for (const [field, n] of dialed) {
+      if (!isDemoDestination(n)) {
+        throw blocked(field, 'is not on the demo allowlist (demo keys may only call the sandbox\'s 555 numbers)',
+          'Use a sandbox number such as +14155550100, or a production key.');
+      }
+    }
+  }
+
+  // 4. Caller ID ownership.
+  if (org.phone_id === null) {
+    throw new ApiError('call_id_not_verified', `${req.from} is not a number of your organization.`,
+      { fields: { [F]: 'is not an active number owned by your organization' },
+        resolutionHint: 'Use one of the numbers listed by GET /v1/phone-numbers.' });
+  }
+  if (org.phone_status !== 'ACTIVE') {
+    throw new ApiError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
+      { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
+  }
+
+  // 5. Call rate.
+  const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
+  if (!rate.allowed) {
+    const h = rateLimitHeaders(rate, 'calls');
+    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${rate.resetSeconds} s.`,
+      { category: 'account_limit', headers: { 'Retry-After': h['Retry-After'] } });
+  }
+
+  // 6. Daily spend cap.
+  if (org.spent >= org.daily_spend_cap_cents) {
+    throw new ApiError('spend_cap_reached',
+      `Today's call spend (${org.spent} cents) has reached the daily cap of ${org.daily_spend_cap_cents} cents.`,
+      { resolutionHint: 'The cap resets at 00:00 UTC; an administrator can raise it.' });
+  }
+
+  // 7. Channels.
+  const id = uuidv7(now.getTime());
+  const channels = CHANNELS[req.type];
+  const adm = await rt.channels.admit(p.organizationId, id, channels, org.channel_limit);
+  if (!adm.admitted) {
+    throw new ApiError('channel_limit_exceeded',
+      `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${adm.used} of your ${org.channel_limit} are in use.`,
+      { resolutionHint: 'Retry when a call ends, or ask for a higher channel limit. Calls do not queue.' });
+  }
+
+  let call: CallRow;
+  try {
+    const leg = (role: Leg['role'], number: string): Leg =>
+      ({ role, number, status: 'PENDING', reason: null, originated_at: null, answered_at: null, ended_at: null });
+    const legs: Legs = req.type === 'bridge'
+      ? { connect: leg('connect', req.connect!), destination: leg('destination', req.to) }
+      : { destination: leg('destination', req.to) };
+    call = await insertCall(db, {
+      id, organization_id: p.organizationId, api_key_id: p.kind === 'api_key' ? p.keyId : null, user_id: p.userId,
+      type: req.type, from_number: req.from, to_number: req.to, connect_number: req.connect ?? null,
+      phone_number_id: org.phone_id, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,
+      legs, channels, carrier: rt.profile.name, time_scale: rt.profile.timeScale,
+      max_duration_seconds: effectiveMaxCallMinutes(org.max_call_minutes, org.phone_max) * 60,
+      ring_timeout_seconds: RING_TIMEOUT_SECONDS, price_cents_per_minute: rt.profile.pricePerMinuteCents, created_at: now,
+    });
+  } catch (err) {
+    await rt.channels.release(p.organizationId, id).catch(() => undefined);
+    throw err;
+  }
+  try {
+    await rt.queues.enqueueDial(id);
+  } catch (err) {
+    // The call is recorded; the reconciler enqueues dial jobs of calls left QUEUED.
+    rt.deps.log.error({ err, call_id: id }, 'dial job not enqueued; the reconciler will retry');
+  }
+  return call;
+}

@@ -1,0 +1,61 @@
+// The queues of call progression. Every queue uses config.redisPrefix, so deployments (and test files) sharing
+// a Redis stay apart.
+//
+//   calls-dial      one job per accepted call (job id = call id): originate the first leg
+//   carrier-events  carrier progress (sandbox timers are delayed jobs here): feed the state machine
+//   call-timers     the call-length limit of each answered call (job id = limit-<call id>), a delayed job
+//   call-commands   carrier work asked for by processes without a carrier (the gateway's hangup)
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { CARRIER_EVENTS_QUEUE } from '../carriers/carrier.ts';
+
+export const DIAL_QUEUE = 'calls-dial';
+export const TIMERS_QUEUE = 'call-timers';
+export const COMMANDS_QUEUE = 'call-commands';
+export { CARRIER_EVENTS_QUEUE };
+
+export const JOB_OPTS = {
+  attempts: 8,
+  backoff: { type: 'exponential' as const, delay: 200 },
+  removeOnComplete: { age: 3600, count: 50_000 },
+  removeOnFail: { age: 7 * 86400 },
+};
+
+export interface DialJob { callId: string }
+export interface TimerJob { callId: string; at: number }
+export interface CommandJob { callId: string }
+
+export class CallQueues {
+  readonly dial: Queue;
+  readonly timers: Queue;
+  readonly commands: Queue;
+  readonly carrierEvents: Queue;
+
+  constructor(redis: Redis, prefix: string) {
+    const opts = { connection: redis, prefix };
+    this.dial = new Queue(DIAL_QUEUE, opts);
+    this.timers = new Queue(TIMERS_QUEUE, opts);
+    this.commands = new Queue(COMMANDS_QUEUE, opts);
+    this.carrierEvents = new Queue(CARRIER_EVENTS_QUEUE, opts);
+  }
+
+  /** Idempotent: one dial job per call. */
+  enqueueDial(callId: string) {
+    return this.dial.add('dial', { callId } satisfies DialJob, { ...JOB_OPTS, jobId: callId });
+  }
+
+  /** Idempotent: one limit timer per call. */
+  scheduleLimit(callId: string, at: number, now = Date.now()) {
+    return this.timers.add('limit', { callId, at } satisfies TimerJob,
+      { ...JOB_OPTS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
+  }
+
+  /** Asks the workers to carry out what the call's state calls for (hang up its legs after an API hangup). */
+  requestCarrierWork(callId: string) {
+    return this.commands.add('settle', { callId } satisfies CommandJob, { ...JOB_OPTS, removeOnComplete: true });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.dial.close(), this.timers.close(), this.commands.close(), this.carrierEvents.close()]);
+  }
+}

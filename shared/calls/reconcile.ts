@@ -1,0 +1,85 @@
+// The calls reconciler: repairs what a process that died between a commit and its follow-up left behind.
+//   1. Channel holds of calls that are over in Postgres (or that never got a row: a gateway died between admission
+//      and insert) are released; a counter that disagrees with its holds is recomputed from them.
+//   2. Calls left QUEUED without a dial job get one (the gateway answers 202 once the row is committed).
+//   3. Live calls that have not moved for a while get the carrier work their state calls for re-issued (every
+//      carrier command is idempotent).
+//   4. Calls past every deadline (the length limit of an answered call, the ring time of an originated one) are
+//      ended, so no call — and no channel — is held forever.
+import { pendingEffects, limitDeadline } from './machine.ts';
+import type { CallRow } from './model.ts';
+import type { CallRuntime } from './runtime.ts';
+
+export interface ReconcileReport { released: number; recounted: number; requeued: number; nudged: number; forced: number }
+
+/** Holds younger than this may belong to a dial still being inserted. */
+const ORPHAN_HOLD_MS = 60_000;
+const QUEUED_STALE_SECONDS = 10;
+const NUDGE_AFTER_SECONDS = 30;
+const FORCE_GRACE_SECONDS = 60;
+
+export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>, now = Date.now()): Promise<ReconcileReport> {
+  const { db } = rt.deps;
+  const report: ReconcileReport = { released: 0, recounted: 0, requeued: 0, nudged: 0, forced: 0 };
+
+  // 1. Channels.
+  for (const org of await rt.channels.organizationsHolding()) {
+    const holds = await rt.channels.holds(org);
+    const ids = [...holds.keys()];
+    const rows = ids.length
+      ? await db.any<{ id: string; ended: boolean }>('SELECT id, ended_at IS NOT NULL AS ended FROM calls WHERE id = ANY($1::uuid[])', [ids])
+      : [];
+    const state = new Map(rows.map((r) => [r.id, r.ended]));
+    let sum = 0;
+    for (const [callId, h] of holds) {
+      const ended = state.get(callId);
+      if (ended === true || (ended === undefined && now - h.admittedAt > ORPHAN_HOLD_MS)) {
+        report.released += (await rt.channels.release(org, callId)) > 0 ? 1 : 0;
+      } else {
+        sum += h.channels;
+      }
+    }
+    if ((await rt.channels.used(org)) !== sum) {
+      const r = await rt.channels.recount(org);
+      if (r.before !== r.after) report.recounted++;
+    }
+  }
+
+  // 2. QUEUED calls without a dial job.
+  const queued = await db.any<{ id: string }>(
+    `SELECT id FROM calls WHERE ended_at IS NULL AND status = 'QUEUED' AND created_at < now() - make_interval(secs => $1)
+      ORDER BY created_at LIMIT 500`, [QUEUED_STALE_SECONDS]);
+  for (const { id } of queued) {
+    const job = await rt.queues.dial.getJob(id);
+    if (!job) {
+      await rt.queues.enqueueDial(id);
+      report.requeued++;
+    } else if (await job.isFailed()) {
+      await job.retry();
+      report.requeued++;
+    }
+  }
+
+  // 3. and 4. Live calls that stopped moving.
+  const stale = await db.any<CallRow>(
+    `SELECT * FROM calls WHERE ended_at IS NULL AND status <> 'QUEUED' AND updated_at < now() - make_interval(secs => $1)
+      ORDER BY updated_at LIMIT 500`, [NUDGE_AFTER_SECONDS]);
+  for (const call of stale) {
+    const overdue = call.status === 'ANSWERED'
+      ? now > limitDeadline(call) + FORCE_GRACE_SECONDS * 1000
+      : now > call.originated_at!.getTime() + (2 * call.ring_timeout_seconds + 30) * 1000 * call.time_scale + FORCE_GRACE_SECONDS * 1000;
+    if (overdue) {
+      const at = new Date(call.status === 'ANSWERED' ? limitDeadline(call) : now);
+      const r = await rt.transition(call.id, { type: 'force_end', at });
+      if (r?.step.result === 'applied') report.forced++;
+      continue;
+    }
+    const last = nudged.get(call.id) ?? 0;
+    if (now - last < NUDGE_AFTER_SECONDS * 1000) continue;
+    nudged.set(call.id, now);
+    await rt.run(call, pendingEffects(call));
+    report.nudged++;
+  }
+  if (nudged.size > 10_000) nudged.clear();
+  return report;
+}

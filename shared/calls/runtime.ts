@@ -1,0 +1,102 @@
+// What calling needs at run time in a process: queues, channel accounts, the call-rate limiter and (in workers)
+// the carrier; plus the one function that moves a call: transition() = store.applyInput + carry out effects.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { legId, type Carrier, type LegRef, type LegRole } from '../carriers/carrier.ts';
+import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/index.ts';
+import { ChannelAccounts } from '../channels/index.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db.ts';
+import { FixedWindowLimiter } from '../ratelimit/index.ts';
+import type { Keyer } from '../redis.ts';
+import type { Effect, Input } from './machine.ts';
+import type { CallRow } from './model.ts';
+import { CallQueues } from './queues.ts';
+import { applyInput, type Applied } from './store.ts';
+
+export interface RuntimeDeps { config: Config; db: Db; redis: Redis; key: Keyer; log: Logger }
+
+export class CallRuntime {
+  readonly queues: CallQueues;
+  readonly channels: ChannelAccounts;
+  readonly callRate: FixedWindowLimiter;
+  readonly profile: CarrierProfile;
+  /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
+  readonly carrier: Carrier | null;
+
+  constructor(readonly deps: RuntimeDeps, withCarrier: boolean) {
+    this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
+    this.channels = new ChannelAccounts(deps.redis, deps.key);
+    this.callRate = new FixedWindowLimiter(deps.redis);
+    this.profile = carrierProfile(deps.config);
+    this.carrier = withCarrier ? createCarrier(deps.config, this.queues.carrierEvents) : null;
+  }
+
+  /** Applies one input to a call and carries out its effects (after the commit). */
+  async transition(callId: string, input: Input, opts: { organizationId?: string; bestEffort?: boolean } = {}): Promise<Applied | null> {
+    const applied = await applyInput(this.deps.db, callId, input, opts.organizationId);
+    if (!applied) return null;
+    try {
+      await this.run(applied.call, applied.step.effects);
+    } catch (err) {
+      // Committed already: with bestEffort the reconciler finishes what failed here (e.g. a channel release).
+      if (!opts.bestEffort) throw err;
+      this.deps.log.error({ err, call_id: callId }, 'call effects failed after commit; the reconciler will repair');
+    }
+    return applied;
+  }
+
+  /** Carries out effects. All of them are idempotent; every effect is attempted and the first error rethrown,
+   *  so a retry can repeat the lot. */
+  async run(call: CallRow, effects: Effect[]): Promise<void> {
+    const errors: unknown[] = [];
+    const carrierWork: Effect[] = [];
+    for (const e of effects) {
+      try {
+        switch (e.kind) {
+          case 'release': await this.channels.release(call.organization_id, call.id); break;
+          case 'schedule_limit': await this.queues.scheduleLimit(call.id, e.at); break;
+          default:
+            if (this.carrier) await this.carrierEffect(this.carrier, call, e);
+            else carrierWork.push(e);
+        }
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (carrierWork.length) {
+      try { await this.queues.requestCarrierWork(call.id); } catch (err) { errors.push(err); }
+    }
+    if (errors.length) throw errors[0];
+  }
+
+  private async carrierEffect(carrier: Carrier, call: CallRow, e: Effect): Promise<void> {
+    const ref = (role: LegRole): LegRef => ({ callId: call.id, role, legId: legId(call.id, role), number: call.legs[role]!.number });
+    switch (e.kind) {
+      case 'originate': {
+        const a = call.agent;
+        await carrier.originate({
+          ...ref(e.role), from: call.from_number, ringTimeoutSeconds: call.ring_timeout_seconds,
+          maxDurationSeconds: call.max_duration_seconds, record: call.record,
+          agent: call.type === 'ai' && a ? { name: a.name, greeting: a.greeting, prompt: a.prompt, voice: a.voice } : undefined,
+        });
+        return;
+      }
+      case 'hangup': await carrier.hangup(ref(e.role)); return;
+      case 'bridge': await carrier.bridge({ callId: call.id, connect: ref('connect'), destination: ref('destination'), at: e.at }); return;
+      default: return;
+    }
+  }
+}
+
+const runtimes = new WeakMap<Redis, CallRuntime>();
+
+/** One runtime per process connection (memoized). */
+export function callRuntime(deps: RuntimeDeps, withCarrier = false): CallRuntime {
+  let rt = runtimes.get(deps.redis);
+  if (!rt) {
+    rt = new CallRuntime(deps, withCarrier);
+    runtimes.set(deps.redis, rt);
+  }
+  return rt;
+}

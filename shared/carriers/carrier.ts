@@ -1,0 +1,122 @@
+// The carrier interface: how the platform reaches the public telephone network for calls.
+//
+// A carrier does three things on command — originate a leg, hang up a leg, bridge two legs — and reports what
+// happens to each leg as CarrierEvents on one BullMQ queue (CARRIER_EVENTS_QUEUE). The workers' carrier-events
+// processor feeds those events to the call state machine (shared/calls/machine.ts); nothing else reads them.
+//
+// Contract for implementations:
+//  - Commands are idempotent per leg id: the workers may repeat a command after a crash or a retry, and a repeat
+//    must not place a second leg, nor fail because the first one already happened. Hanging up a leg that already
+//    ended is a no-op.
+//  - Commands return when the carrier accepted them; progress is asynchronous, through events only.
+//  - Events may arrive late, twice, or after the call ended; the state machine ignores what no longer applies.
+//    Each leg reports at most: ringing, answered, ended (with a reason). A leg that ends before answering says why
+//    with one of the reference's asynchronous outcome codes; after answering it ends 'completed' (the far party
+//    hung up), 'screened' (the recipient reported screening) or 'local_hangup' (we hung it up).
+//  - `at` is when it happened at the carrier (ISO 8601), which may differ from when the event is processed.
+//
+// Implementations: sandbox.ts (the default; deterministic outcomes from the dialed number, timers as delayed
+// jobs). A `livekit` carrier satisfies the same interface with SipClient.createSipParticipant (originate: one SIP
+// participant per leg in a room named after the call, participant identity = leg id; hangup: remove the
+// participant; bridge: both participants share the call's room) and maps LiveKit webhooks to CarrierEvents with
+// publishCarrierEvent().
+import type { Queue } from 'bullmq';
+
+export const CARRIER_EVENTS_QUEUE = 'carrier-events';
+
+/** A bridge rings the staff phone (`connect`) and then the called party (`destination`); an AI call has only a
+ *  destination leg, which talks to the agent. */
+export type LegRole = 'connect' | 'destination';
+
+/** The reference's asynchronous call outcomes (failure_code on the call and phone_call.ended). */
+export type AsyncFailureCode =
+  | 'busy' | 'no_answer' | 'number_unreachable' | 'call_declined' | 'carrier_rejected' | 'voicemail_reached';
+export const ASYNC_FAILURE_CODES: AsyncFailureCode[] =
+  ['busy', 'no_answer', 'number_unreachable', 'call_declined', 'carrier_rejected', 'voicemail_reached'];
+
+export type LegEndReason = 'completed' | 'screened' | 'local_hangup' | AsyncFailureCode;
+
+/** Stable id of a leg: the call id and the leg's role. */
+export const legId = (callId: string, role: LegRole) => `${callId}-${role}`;
+
+export interface LegRef {
+  callId: string;
+  role: LegRole;
+  /** legId(callId, role). */
+  legId: string;
+  /** The number this leg dials (E.164). */
+  number: string;
+}
+
+/** The voice agent an AI leg talks to once answered. */
+export interface AgentSpec {
+  name: string;
+  greeting: string;
+  prompt: string;
+  voice: string;
+}
+
+export interface OriginateRequest extends LegRef {
+  /** Caller ID presented to the called phone; on a bridge both legs present the organization's from_number, so
+   *  the called party only ever sees from_number. */
+  from: string;
+  /** Give up after ringing this long (the leg then ends with no_answer). */
+  ringTimeoutSeconds: number;
+  /** Upper bound the carrier may also enforce (the platform ends the call itself at the limit). */
+  maxDurationSeconds: number;
+  record: boolean;
+  /** AI calls: the agent to connect when the leg answers. */
+  agent?: AgentSpec;
+}
+
+export interface BridgeRequest {
+  callId: string;
+  connect: LegRef;
+  destination: LegRef;
+  /** When the platform decided to bridge (ISO 8601). */
+  at: string;
+}
+
+export type CarrierEventKind = 'ringing' | 'answered' | 'ended';
+
+export interface CarrierEvent {
+  carrier: string;
+  callId: string;
+  legId: string;
+  role: LegRole;
+  kind: CarrierEventKind;
+  /** For kind 'ended'. */
+  reason?: LegEndReason;
+  /** When it happened at the carrier (ISO 8601). */
+  at: string;
+}
+
+export interface Carrier {
+  readonly name: string;
+  /** Real seconds per carrier second: the sandbox's SANDBOX_TIME_SCALE, 1 for a real network. Call durations are
+   *  reported in carrier seconds. */
+  readonly timeScale: number;
+  /** Price of one started minute of one answered leg, in cents. */
+  readonly pricePerMinuteCents: number;
+  originate(req: OriginateRequest): Promise<void>;
+  hangup(leg: LegRef): Promise<void>;
+  bridge(req: BridgeRequest): Promise<void>;
+}
+
+/** Job options of carrier events: kept a while after completion so a repeated event with the same job id is
+ *  dropped by BullMQ itself; retried on failure (the processor is idempotent). */
+export const CARRIER_EVENT_JOB_OPTS = {
+  attempts: 8,
+  backoff: { type: 'exponential' as const, delay: 200 },
+  removeOnComplete: { age: 3600, count: 50_000 },
+  removeOnFail: { age: 7 * 86400 },
+};
+
+/** Puts one carrier event on the queue, now or after `delayMs`. `dedupId` (no ':' allowed) makes repeats no-ops. */
+export async function publishCarrierEvent(queue: Queue, ev: CarrierEvent, opts: { delayMs?: number; dedupId?: string } = {}) {
+  await queue.add(ev.kind, ev, {
+    ...CARRIER_EVENT_JOB_OPTS,
+    delay: opts.delayMs && opts.delayMs > 0 ? Math.round(opts.delayMs) : undefined,
+    jobId: opts.dedupId,
+  });
+}

@@ -1,0 +1,118 @@
+// The sandbox carrier (the default): no telephone network, deterministic outcomes chosen by the last four digits
+// of the dialed number — the destination and, on a bridge, connect_number alike. Each leg's script is a set of
+// BullMQ delayed jobs on the carrier-events queue, so the timers survive process restarts. Script times are
+// sandbox seconds; SANDBOX_TIME_SCALE multiplies them (0.01 makes a 10 s conversation last 100 ms).
+import type { Queue } from 'bullmq';
+import {
+  publishCarrierEvent, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
+  type LegRef, type LegRole, type OriginateRequest,
+} from './carrier.ts';
+
+/** What one answered sandbox leg costs: 1 cent per started minute (a bridge pays for both legs). */
+export const SANDBOX_PRICE_CENTS_PER_MINUTE = 1;
+export const SANDBOX_RING_SECONDS = 2;
+export const SANDBOX_TALK_SECONDS = 10;
+
+/** The sandbox's test numbers (README "Sandbox test numbers" is this table). */
+export const SANDBOX_NUMBERS: { last4: string; outcome: string }[] = [
+  { last4: '0001', outcome: 'busy (`busy`)' },
+  { last4: '0002', outcome: 'rings out (`no_answer`)' },
+  { last4: '0003', outcome: 'answering machine (`voicemail_reached`, status VOICEMAIL)' },
+  { last4: '0004', outcome: '`number_unreachable`' },
+  { last4: '0005', outcome: '`call_declined`' },
+  { last4: '0006', outcome: '`carrier_rejected`' },
+  { last4: '0007', outcome: 'answered, then the recipient reports screening (completed, `call_outcome` screened, `picked_up` false, `disconnection_reason` call_screened, unknown timings null)' },
+  { last4: '0008', outcome: 'answered and never hangs up (ends only by hangup or the call-length limit)' },
+  { last4: 'other', outcome: 'rings 2 s, answered, talks 10 s, remote hangs up: completed' },
+];
+
+export type SandboxBehaviour =
+  | 'busy' | 'no_answer' | 'voicemail' | 'unreachable' | 'declined' | 'rejected' | 'screened' | 'forever' | 'normal';
+
+const BY_LAST4: Record<string, SandboxBehaviour> = {
+  '0001': 'busy', '0002': 'no_answer', '0003': 'voicemail', '0004': 'unreachable', '0005': 'declined',
+  '0006': 'rejected', '0007': 'screened', '0008': 'forever',
+};
+
+export const sandboxBehaviour = (number: string): SandboxBehaviour => BY_LAST4[number.slice(-4)] ?? 'normal';
+
+export interface ScriptStep { kind: CarrierEventKind; reason?: LegEndReason; at: number }
+
+/** A leg's script in sandbox seconds from origination. A connect leg that answers normally has no end of its
+ *  own here: its 10 s of talk start when it is bridged (see bridge()). */
+export function sandboxScript(number: string, role: LegRole, ringTimeoutSeconds: number): ScriptStep[] {
+  const R = SANDBOX_RING_SECONDS;
+  switch (sandboxBehaviour(number)) {
+    case 'busy': return [{ kind: 'ended', reason: 'busy', at: 1 }];
+    case 'no_answer': return [{ kind: 'ringing', at: 0 }, { kind: 'ended', reason: 'no_answer', at: ringTimeoutSeconds }];
+    // The machine picks up after the ring and is detected 3 s later; a machine is not a person answering.
+    case 'voicemail': return [{ kind: 'ringing', at: 0 }, { kind: 'ended', reason: 'voicemail_reached', at: R + 3 }];
+    case 'unreachable': return [{ kind: 'ended', reason: 'number_unreachable', at: 1 }];
+    case 'declined': return [{ kind: 'ringing', at: 0 }, { kind: 'ended', reason: 'call_declined', at: R + 1 }];
+    case 'rejected': return [{ kind: 'ended', reason: 'carrier_rejected', at: 0.5 }];
+    case 'screened': return [{ kind: 'ringing', at: 0 }, { kind: 'answered', at: R }, { kind: 'ended', reason: 'screened', at: R + 1 }];
+    case 'forever': return [{ kind: 'ringing', at: 0 }, { kind: 'answered', at: R }];
+    case 'normal':
+      return role === 'destination'
+        ? [{ kind: 'ringing', at: 0 }, { kind: 'answered', at: R }, { kind: 'ended', reason: 'completed', at: R + SANDBOX_TALK_SECONDS }]
+        : [{ kind: 'ringing', at: 0 }, { kind: 'answered', at: R }];
+  }
+}
+
+/** Seconds a leg keeps talking once its conversation started (answer for a destination, bridge for a connect
+ *  leg) before its own script ends it; Infinity when it never hangs up by itself. */
+function talkSeconds(number: string): number {
+  switch (sandboxBehaviour(number)) {
+    case 'normal': return SANDBOX_TALK_SECONDS;
+    case 'screened': return 1;
+    default: return Infinity;
+  }
+}
+
+const jobId = (legId: string, kind: CarrierEventKind) => `sbx-${legId}-${kind}`;
+
+export class SandboxCarrier implements Carrier {
+  readonly name = 'sandbox';
+  readonly pricePerMinuteCents = SANDBOX_PRICE_CENTS_PER_MINUTE;
+
+  constructor(private readonly events: Queue, readonly timeScale: number, private readonly now: () => number = Date.now) {}
+
+  private ms(sandboxSeconds: number) { return sandboxSeconds * 1000 * this.timeScale; }
+
+  private event(leg: LegRef, kind: CarrierEventKind, atMs: number, reason?: LegEndReason): CarrierEvent {
+    return { carrier: this.name, callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString() };
+  }
+
+  /** Schedules the leg's script. Repeating it for the same leg id adds nothing (BullMQ drops duplicate job ids
+   *  while the first jobs exist; they are kept an hour after completion). */
+  async originate(req: OriginateRequest): Promise<void> {
+    const t0 = this.now();
+    for (const step of sandboxScript(req.number, req.role, req.ringTimeoutSeconds)) {
+      const at = t0 + this.ms(step.at);
+      await publishCarrierEvent(this.events, this.event(req, step.kind, at, step.reason),
+        { delayMs: at - this.now(), dedupId: jobId(req.legId, step.kind) });
+    }
+  }
+
+  /** Cancels what is still scheduled for the leg and reports it ended by us. */
+  async hangup(leg: LegRef): Promise<void> {
+    for (const kind of ['ringing', 'answered', 'ended'] as const) {
+      try {
+        await this.events.remove(jobId(leg.legId, kind));
+      } catch { /* running right now: its event arrives and is harmless */ }
+    }
+    await publishCarrierEvent(this.events, this.event(leg, 'ended', this.now(), 'local_hangup'),
+      { dedupId: jobId(leg.legId, 'ended') });
+  }
+
+  /** Conversation starts: the staff phone talks for its scripted time from here. When both parties would hang up
+   *  at the same moment the called party goes first, so only a connect leg that outlasts the destination's script
+   *  schedules its own hang-up. */
+  async bridge(req: BridgeRequest): Promise<void> {
+    const connectTalk = talkSeconds(req.connect.number);
+    if (!(connectTalk < talkSeconds(req.destination.number))) return;
+    const at = Date.parse(req.at) + this.ms(connectTalk);
+    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed'),
+      { delayMs: at - this.now(), dedupId: jobId(req.connect.legId, 'ended') });
+  }
+}

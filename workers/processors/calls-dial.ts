@@ -1,0 +1,20 @@
+import { pendingEffects } from '../../shared/calls/machine.ts';
+import { DIAL_QUEUE, type DialJob } from '../../shared/calls/queues.ts';
+import { callRuntime } from '../../shared/calls/runtime.ts';
+import type { Processor } from '../processor.ts';
+
+// One job per accepted call: QUEUED -> RINGING and originate the first leg (a bridge's connect_number, an AI
+// call's destination). Origination locks the call row like a hangup does, so a setup cancellation either wins
+// (the call is CANCELED and nothing is dialed) or finds the call originated and leaves it running.
+export const callsDial: Processor<DialJob> = {
+  queue: DIAL_QUEUE,
+  concurrency: 50,
+  async process(job, deps) {
+    const rt = callRuntime(deps, true);
+    const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
+    if (!applied) return 'missing';
+    // A retry after a crash between commit and carrier command: the transition is done, repeat what it called for.
+    if (job.attemptsMade > 0 && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
+    return applied.step.result;
+  },
+};

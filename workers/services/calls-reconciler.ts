@@ -1,0 +1,38 @@
+import { reconcileOnce } from '../../shared/calls/reconcile.ts';
+import { callRuntime } from '../../shared/calls/runtime.ts';
+import type { Service } from '../processor.ts';
+
+// Runs the calls reconciler (shared/calls/reconcile.ts) every RECONCILE_MS: frees channels of calls that ended
+// while a process was down, re-enqueues lost dial jobs, re-issues carrier work of stuck calls, ends overdue ones.
+export const RECONCILE_MS = 1000;
+
+export const callsReconciler: Service = {
+  name: 'calls-reconciler',
+  async start(deps) {
+    const log = deps.log.child({ service: 'calls-reconciler' });
+    const rt = callRuntime(deps, true);
+    const nudged = new Map<string, number>();
+    let stopped = false;
+    let timer: NodeJS.Timeout | null = null;
+    let running: Promise<void> = Promise.resolve();
+    const tick = () => {
+      running = (async () => {
+        try {
+          const r = await reconcileOnce(rt, nudged);
+          if (r.released || r.recounted || r.requeued || r.forced) log.info(r, 'calls reconciled');
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'calls reconcile pass failed');
+        }
+        if (!stopped) timer = setTimeout(tick, RECONCILE_MS);
+      })();
+    };
+    tick();
+    return {
+      async stop() {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        await running;
+      },
+    };
+  },
+};
