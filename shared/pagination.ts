@@ -14,8 +14,10 @@ export const PageQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE,
     description: 'Page size, 1 to 100.' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Opaque cursor from meta.cursor; valid 24 hours.' })),
+  // No schema default here: Ajv would fill it in, and a filled-in 'desc' would contradict the order of an asc
+  // cursor that the client follows without repeating order=asc. Absent means desc, or the cursor's own order.
   order: Type.Optional(Type.Union([Type.Literal('desc'), Type.Literal('asc')], {
-    default: 'desc', description: 'desc: newest first (default); asc: oldest first.' })),
+    description: 'desc: newest first (default); asc: oldest first. A cursor keeps the order it was issued with.' })),
 };
 
 export type Order = 'asc' | 'desc';

@@ -19,6 +19,9 @@ export class Authenticator {
   private readonly cache = new Map<string, Entry>();
   private readonly byKeyId = new Map<string, string>();
   private subscriber: Redis | null = null;
+  // Bumped by every revocation: a lookup that was in flight when a revocation arrived may have read the row before
+  // it was revoked, so its answer is used once but not cached.
+  private revocations = 0;
 
   constructor(private readonly db: Db, private readonly key: Keyer) {}
 
@@ -33,6 +36,7 @@ export class Authenticator {
   }
 
   forget(keyId: string): void {
+    this.revocations++;
     const token = this.byKeyId.get(keyId);
     if (token !== undefined) this.cache.delete(token);
     this.byKeyId.delete(keyId);
@@ -50,10 +54,13 @@ export class Authenticator {
     if (hit && hit.expires > now) {
       principal = hit.principal;
     } else {
+      const seen = this.revocations;
       principal = token.length <= 200 ? await findPrincipalByKey(this.db, token) : null;
-      if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-      this.cache.set(token, { principal, expires: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
-      if (principal) this.byKeyId.set(principal.keyId, token);
+      if (seen === this.revocations) {
+        if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
+        this.cache.set(token, { principal, expires: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+        if (principal) this.byKeyId.set(principal.keyId, token);
+      }
     }
     if (!principal) throw unauthorized('invalid_token', 'The API key is invalid or has been revoked.');
     return principal;
