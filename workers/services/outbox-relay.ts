@@ -12,6 +12,9 @@ import type { Service, WorkerDeps } from '../processor.ts';
 
 export const RELAY_BATCH = 1000;
 const POLL_MS = 1000;
+/** Fault injection for the crash test only: `kill-after-enqueue` makes the process SIGKILL itself right after its
+ *  first enqueue, before the relay transaction commits (the window where a naive relay would duplicate). */
+const FAULT = process.env.OUTBOX_RELAY_FAULT;
 
 type Listener = Awaited<ReturnType<WorkerDeps['db']['connect']>>;
 
@@ -52,7 +55,10 @@ export const outboxRelay: Service = {
         notified = false;
         let full = false;
         try {
-          const r = await relayBatch(deps.db, (jobs) => queue.addBulk(jobs), RELAY_BATCH, deps.config.webhookRetryScale);
+          const r = await relayBatch(deps.db, async (jobs) => {
+            await queue.addBulk(jobs);
+            if (FAULT === 'kill-after-enqueue') process.kill(process.pid, 'SIGKILL');
+          }, RELAY_BATCH, deps.config.webhookRetryScale);
           full = r.events === RELAY_BATCH;
           if (r.events) log.debug({ events: r.events, jobs: r.jobs }, 'relayed');
         } catch (err) {
