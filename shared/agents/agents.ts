@@ -1,0 +1,74 @@
+import type { Db } from '../db.ts';
+import { notFound } from '../errors.ts';
+import { uuidv7 } from '../ids.ts';
+import { keysetClause, type PageParams } from '../pagination.ts';
+
+// Voice agents: the configuration an AI outbound call (POST /v1/calls) speaks with. Deleting an agent keeps its
+// row (deleted_at) so calls that used it still name it.
+
+export const DEFAULT_VOICE = 'neutral';
+export const DEFAULT_GREETING = 'Hello! This is an automated assistant calling. Do you have a moment?';
+
+export interface AgentRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  greeting: string;
+  prompt: string;
+  voice: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AgentInput { name: string; greeting?: string; prompt?: string; voice?: string }
+
+export const agentView = (a: AgentRow) => ({
+  id: a.id,
+  name: a.name,
+  greeting: a.greeting,
+  prompt: a.prompt,
+  voice: a.voice,
+  created_at: a.created_at.toISOString(),
+  updated_at: a.updated_at.toISOString(),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function createAgent(db: Db, organizationId: string, a: AgentInput): Promise<AgentRow> {
+  return db.one(
+    `INSERT INTO agents (id, organization_id, name, greeting, prompt, voice) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [uuidv7(), organizationId, a.name, a.greeting ?? DEFAULT_GREETING, a.prompt ?? '', a.voice ?? DEFAULT_VOICE],
+  );
+}
+
+/** An agent of the organization that is not deleted; another organization's agent is not found. */
+export async function getAgent(db: Db, organizationId: string, id: string): Promise<AgentRow> {
+  const row = UUID.test(id)
+    ? await db.oneOrNone('SELECT * FROM agents WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId])
+    : null;
+  if (!row) throw notFound(`Agent ${id}`);
+  return row;
+}
+
+export async function updateAgent(db: Db, organizationId: string, id: string, patch: Partial<AgentInput>): Promise<AgentRow> {
+  await getAgent(db, organizationId, id);
+  const row = await db.oneOrNone(
+    `UPDATE agents SET name = COALESCE($3, name), greeting = COALESCE($4, greeting), prompt = COALESCE($5, prompt),
+            voice = COALESCE($6, voice), updated_at = now()
+      WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`,
+    [id, organizationId, patch.name ?? null, patch.greeting ?? null, patch.prompt ?? null, patch.voice ?? null],
+  );
+  if (!row) throw notFound(`Agent ${id}`);
+  return row;
+}
+
+export async function deleteAgent(db: Db, organizationId: string, id: string): Promise<void> {
+  await getAgent(db, organizationId, id);
+  await db.none('UPDATE agents SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+}
+
+export async function listAgents(db: Db, organizationId: string, p: PageParams): Promise<AgentRow[]> {
+  const k = keysetClause('id', p, 2);
+  return db.any(`SELECT * FROM agents WHERE organization_id = $1 AND deleted_at IS NULL${k.where}${k.tail}`,
+    [organizationId, ...k.values]);
+}
