@@ -10,12 +10,15 @@ import { HttpGateway } from './http/server.ts';
 import type { Plugin } from './http/types.ts';
 import { accountRoutes } from './routes/account.ts';
 import { callRoutes } from './routes/calls.ts';
+import { agentRoutes } from './routes/agents.ts';
 import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
+import { liveKitSettingsFromEnv } from '../shared/carriers/livekit.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes];
 
 export interface GatewayOptions {
   config: Config;
@@ -23,6 +26,8 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Extra areas (tests use this to exercise pipeline features such as deprecation on a route of their own). */
   plugins?: Plugin[];
+  /** Environment for carrier settings (LIVEKIT_*); defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface RunningGateway {
@@ -74,11 +79,17 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       };
     });
 
+  // The production carrier reports call progress through LiveKit webhooks.
+  const closeLiveKit = config.carrier === 'livekit'
+    ? registerLiveKitWebhook(gateway, liveKitSettingsFromEnv(opts.env ?? process.env), redis, config.redisPrefix)
+    : async () => undefined;
+
   const port = await gateway.listen(config.port, config.host);
   return {
     port, url: `http://${config.host}:${port}`, gateway, db, redis,
     close: async () => {
       await gateway.close();
+      await closeLiveKit();
       await redis.quit().catch(() => undefined);
       await db.$pool.end();
     },

@@ -32,7 +32,7 @@ interface Compiled {
 
 /** What a raw (non-API) route answers: health checks, metrics, documents. */
 export interface RawReply { status: number; contentType: string; body: string; headers?: Record<string, string> }
-export type RawRoute = (req: { headers: Record<string, string> }) => Promise<RawReply> | RawReply;
+export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null }) => Promise<RawReply> | RawReply;
 
 interface Incoming {
   method: string;
@@ -110,12 +110,15 @@ export class HttpGateway {
       headers,
       remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
     };
+    const needsBody = MUTATING.has(inc.method);
     const rawHandler = this.raw.get(`${inc.method} ${inc.path}`);
     if (rawHandler) {
-      void this.serveRaw(res, state, rawHandler, inc);
-      return;
+      if (!needsBody) return void this.serveRaw(res, state, rawHandler, inc, null);
+      return readBody(res, headers, (body, tooBig) => {
+        if (tooBig) return void this.serveRaw(res, state, () => ({ status: 400, contentType: 'text/plain', body: 'body too large' }), inc, null);
+        void this.serveRaw(res, state, rawHandler, inc, body);
+      });
     }
-    const needsBody = MUTATING.has(inc.method);
     const run = (body: Buffer | null, tooBig = false) => {
       void this.handle(inc, body, tooBig).then((out) => {
         if (state.aborted) return;
@@ -131,25 +134,13 @@ export class HttpGateway {
       });
     };
     if (!needsBody) return run(null);
-    const declared = Number(headers['content-length'] ?? 0);
-    if (declared > MAX_BODY_BYTES) return run(null, true);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooBig = false;
-    res.onData((chunk, isLast) => {
-      if (!tooBig) {
-        size += chunk.byteLength;
-        if (size > MAX_BODY_BYTES) tooBig = true;
-        else chunks.push(Buffer.from(chunk.slice(0)));
-      }
-      if (isLast) run(tooBig ? null : Buffer.concat(chunks), tooBig);
-    });
+    readBody(res, headers, run);
   }
 
-  private async serveRaw(res: uWS.HttpResponse, state: { aborted: boolean }, h: RawRoute, inc: Incoming) {
+  private async serveRaw(res: uWS.HttpResponse, state: { aborted: boolean }, h: RawRoute, inc: Incoming, body: Buffer | null) {
     let out: RawReply;
     try {
-      out = await h({ headers: inc.headers });
+      out = await h({ headers: inc.headers, body });
     } catch (err) {
       this.deps.log.error({ err }, 'raw route failed');
       out = { status: 500, contentType: 'text/plain', body: 'internal error' };
@@ -264,6 +255,22 @@ export class HttpGateway {
     Object.assign(headers, rateLimitHeaders(d, 'anonymous'));
     if (!d.allowed) throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
   }
+}
+
+/** Reads the whole request body, up to MAX_BODY_BYTES (uWS hands out chunks that are only valid during the call). */
+function readBody(res: uWS.HttpResponse, headers: Record<string, string>, done: (body: Buffer | null, tooBig: boolean) => void): void {
+  if (Number(headers['content-length'] ?? 0) > MAX_BODY_BYTES) return done(null, true);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooBig = false;
+  res.onData((chunk, isLast) => {
+    if (!tooBig) {
+      size += chunk.byteLength;
+      if (size > MAX_BODY_BYTES) tooBig = true;
+      else chunks.push(Buffer.from(chunk.slice(0)));
+    }
+    if (isLast) done(tooBig ? null : Buffer.concat(chunks), tooBig);
+  });
 }
 
 function serialize(r: Reply): StoredResponse {

@@ -3,6 +3,7 @@
 import type { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Carrier } from './carrier.ts';
+import { LiveKitCarrier, liveKitSettingsFromEnv } from './livekit.ts';
 import { SANDBOX_PRICE_CENTS_PER_MINUTE, SandboxCarrier } from './sandbox.ts';
 
 export interface CarrierProfile { name: string; timeScale: number; pricePerMinuteCents: number }
@@ -10,8 +11,8 @@ export interface CarrierProfile { name: string; timeScale: number; pricePerMinut
 export function carrierProfile(config: Config): CarrierProfile {
   switch (config.carrier) {
     case 'sandbox': return { name: 'sandbox', timeScale: config.sandboxTimeScale, pricePerMinuteCents: SANDBOX_PRICE_CENTS_PER_MINUTE };
-    // The livekit adapter brings its own price; a real network runs in real time.
-    case 'livekit': return { name: 'livekit', timeScale: 1, pricePerMinuteCents: SANDBOX_PRICE_CENTS_PER_MINUTE };
+    // A real network runs in real time; its price comes from LIVEKIT_PRICE_PER_MINUTE_CENTS.
+    case 'livekit': return { name: 'livekit', timeScale: 1, pricePerMinuteCents: liveKitSettingsFromEnv().pricePerMinuteCents };
   }
 }
 
@@ -19,6 +20,7 @@ export function carrierProfile(config: Config): CarrierProfile {
 export function createCarrier(config: Config, events: Queue): Carrier {
   switch (config.carrier) {
     case 'sandbox': return new SandboxCarrier(events, config.sandboxTimeScale);
-    case 'livekit': throw new Error('CARRIER=livekit: the livekit carrier adapter is not part of this build yet');
+    // Progress arrives through LiveKit webhooks at the gateway, which queues it on `events` itself.
+    case 'livekit': return new LiveKitCarrier(liveKitSettingsFromEnv());
   }
 }

@@ -131,7 +131,9 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
   const te = new TestEnv(config, env, createDb(config.databaseUrl, 10), createRedis(config.redisUrl));
   t.teardown(() => te.close());
   if (o.gateway !== false) {
-    te.gateway = await startGateway({ config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel) });
+    te.gateway = await startGateway({
+      config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel), env: { ...process.env, ...env },
+    });
   }
   return te;
 }
