@@ -130,7 +130,10 @@ export const callRoutes: Plugin = (routes) => {
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
       const call = await placeCall(callRuntime(deps), principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
-        agent, names: { from: body.caller_id !== undefined ? 'caller_id' : 'from_number', to: body.destination !== undefined ? 'destination' : 'to_number' },
+        agent, names: {
+          from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
+          to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
+        },
       });
       return { status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } } };
     },

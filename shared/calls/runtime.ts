@@ -24,12 +24,13 @@ export class CallRuntime {
   /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
   readonly carrier: Carrier | null;
 
-  constructor(readonly deps: RuntimeDeps, withCarrier: boolean) {
+  /** withCarrier: true for the configured carrier (workers), a Carrier instance to use that one, false for none. */
+  constructor(readonly deps: RuntimeDeps, withCarrier: boolean | Carrier) {
     this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
     this.channels = new ChannelAccounts(deps.redis, deps.key);
     this.callRate = new FixedWindowLimiter(deps.redis);
     this.profile = carrierProfile(deps.config);
-    this.carrier = withCarrier ? createCarrier(deps.config, this.queues.carrierEvents) : null;
+    this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents) : withCarrier || null;
   }
 
   /** Applies one input to a call and carries out its effects (after the commit). */

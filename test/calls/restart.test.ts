@@ -1,0 +1,52 @@
+// The workers process is SIGKILLed mid-call and restarted: calls still end correctly (their timers are delayed
+// jobs in Redis), channels are released, webhooks are delivered once per event. Sandbox time scale 0.1 here.
+import t from 'tap';
+import { eventually } from '../helpers/env.ts';
+import { aiCall, callEnv, callOrg, channelsUsed, deliveriesFor, dial, getCall, settled, sleep, startRx, subscribeCalls, waitStatus } from './helpers.ts';
+
+const { env, workers } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1' });
+const rx = await startRx(t);
+const org = await callOrg(env, { max_call_minutes: 1 }); // 60 s limit = 6 s here
+await subscribeCalls(env, rx, org);
+
+t.test('SIGKILL mid-call, restart: talking, ringing and limit-bound calls all end correctly', async (t) => {
+  const talking = (await aiCall(env, org, '+14155554567')).body.data.call_id; // answered at 0.2 s, hangs up at 1.2 s
+  const ringing = (await aiCall(env, org, '+14155550002')).body.data.call_id; // rings out at 3 s
+  const forever = (await dial(env, org, '+14155550008', '+12125550008')).body.data.call_id; // ends at the 6 s limit
+  await waitStatus(env, org, talking, 'ANSWERED');
+  await waitStatus(env, org, ringing, 'RINGING');
+  await waitStatus(env, org, forever, 'ANSWERED');
+  t.equal(await channelsUsed(env, org.organization_id), 4);
+
+  await workers!.kill('SIGKILL');
+  const killedAt = Date.now();
+  await sleep(1500);
+  t.equal((await getCall(env, org, talking)).status, 'ANSWERED', 'nothing moves while workers are down');
+  t.equal(await channelsUsed(env, org.organization_id), 4, 'channels still held');
+  // Stay down past every scripted moment: the hang-up, the ring-out and the call-length limit.
+  await sleep(Math.max(0, 7000 - (Date.now() - killedAt)));
+
+  const again = env.spawn('workers', { LOG_LEVEL: 'info' });
+  await again.ready();
+  const a = await settled(env, org, talking, 30_000);
+  t.match(a, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', duration_seconds: 10, picked_up: true });
+  const b = await settled(env, org, ringing, 30_000);
+  t.match(b, { status: 'NO_ANSWER', failure_code: 'no_answer', failure_category: 'unreachable', duration_seconds: 0 });
+  const c = await settled(env, org, forever, 30_000);
+  t.match(c, { status: 'COMPLETED', disconnection_reason: 'max_duration_reached', duration_seconds: 60 });
+  t.match(c.legs, [{ status: 'ENDED', end_reason: 'local_hangup' }, { status: 'ENDED', end_reason: 'local_hangup' }]);
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0, 10_000);
+  t.pass('channels released');
+
+  await rx.waitFor(() => [talking, ringing, forever].every((id) => (deliveriesFor(rx, id).call_completed ?? []).length === 1)
+    && (deliveriesFor(rx, ringing).call_no_answer ?? []).length === 1);
+  await sleep(500);
+  for (const id of [talking, ringing, forever]) {
+    const d = deliveriesFor(rx, id);
+    t.equal(d.call_completed.length, 1, 'one call_completed');
+    t.equal(d['phone_call.ended']?.length, 1, 'one phone_call.ended');
+  }
+  const rows = await env.db.any(`SELECT data->>'id' AS id, count(*)::int AS n FROM events WHERE event_type = 'call_completed' GROUP BY 1`);
+  t.ok(rows.every((r) => r.n === 1), 'one call_completed event row per call');
+  await again.kill('SIGTERM');
+});
