@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { accountSnapshot } from '../../shared/accounts/snapshot.ts';
+import { accountIdentity, accountSnapshot } from '../../shared/accounts/snapshot.ts';
 import type { Plugin } from '../http/types.ts';
 
 const Uuid = Type.String({ format: 'uuid' });
@@ -43,7 +43,7 @@ export const accountRoutes: Plugin = (routes) => {
     summary: 'The authenticated user and the credential\'s scopes.',
     response: { status: 200, schema: Type.Object({ data: Me }) },
     handler: async ({ deps, principal: p }) => {
-      const snap = await accountSnapshot(deps.db, p);
+      const snap = await accountIdentity(deps.db, p);
       return {
         status: 200,
         body: {

@@ -76,3 +76,20 @@ t.test('GET /v1/me names the caller\'s user, organization and key', async (t) =>
   t.equal(r.body.data.api_key.id, k.apiKeyId);
   t.same(r.body.data.scopes, ['account:read']);
 });
+
+t.test('concurrent snapshots of several organizations each count their own rows', async (t) => {
+  const c = await env.bootstrap({ org: 'Gamma', numbers: 7 });
+  const d = await env.bootstrap({ org: 'Delta', numbers: 0 });
+  const expected = new Map([[a.api_key, 5], [b.api_key, 4], [c.api_key, 7], [d.api_key, 0]]);
+  const keys = [...expected.keys()];
+  // Many requests at once, so the gateway's grouped footprint query serves several organizations together.
+  const res = await Promise.all(Array.from({ length: 40 }, (_, i) => env.request('GET', '/v1/account', { key: keys[i % 4] })));
+  res.forEach((r, i) => {
+    t.equal(r.status, 200);
+    t.equal(r.body.data.footprint.phone_numbers, expected.get(keys[i % 4]), `request ${i}: its own organization's count`);
+  });
+  // A change committed before a request is seen by that request.
+  await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE phone_number = $1`, [c.phone_numbers[0]]);
+  const after = await Promise.all(Array.from({ length: 10 }, () => env.request('GET', '/v1/account', { key: c.api_key })));
+  t.ok(after.every((r) => r.body.data.footprint.phone_numbers === 6), 'every request after the release counts 6');
+});
