@@ -17,6 +17,8 @@ export interface Config {
   webhookRetryScale: number;
   /** Per-attempt timeout of a webhook delivery (WEBHOOK_TIMEOUT_MS, default 10000). */
   webhookTimeoutMs: number;
+  /** Deliveries in flight per workers process (WEBHOOK_CONCURRENCY, default 200). */
+  webhookConcurrency: number;
   sandboxTimeScale: number;
   carrier: 'sandbox' | 'livekit';
 }
@@ -50,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowInsecure: env.WEBHOOK_ALLOW_INSECURE === '1',
     webhookRetryScale: retryScale,
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, env) || 10_000,
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 200, env) || 200,
     sandboxTimeScale: scale,
     carrier,
   };

@@ -23,7 +23,7 @@ const AvailableNumber = Type.Object({
   provider: Type.String(),
 });
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
 
 export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   routes.add({

@@ -34,16 +34,24 @@ export class WebhookPoster {
     this.httpsAgent = new https.Agent(agentOpts);
   }
 
+  private readonly urls = new Map<string, URL | null>();
+
+  private parse(rawUrl: string): URL | null {
+    let u = this.urls.get(rawUrl);
+    if (u === undefined) {
+      try { u = new URL(rawUrl); } catch { u = null; }
+      if (this.urls.size > 10_000) this.urls.clear();
+      this.urls.set(rawUrl, u);
+    }
+    return u;
+  }
+
   post(rawUrl: string, headers: Record<string, string>, body: string): Promise<PostResult> {
     const started = performance.now();
     const fail = (error: string, status: number | null = null): PostResult =>
       ({ ok: false, status, latencyMs: Math.round(performance.now() - started), error });
-    let url: URL;
-    try {
-      url = new URL(rawUrl);
-    } catch {
-      return Promise.resolve(fail('invalid URL'));
-    }
+    const url = this.parse(rawUrl);
+    if (!url) return Promise.resolve(fail('invalid URL'));
     const secure = url.protocol === 'https:';
     if (!secure && !(this.o.allowInsecure && url.protocol === 'http:')) {
       return Promise.resolve(fail('refused: only https:// receivers are allowed (WEBHOOK_ALLOW_INSECURE is off)'));
@@ -54,16 +62,27 @@ export class WebhookPoster {
     }
     return new Promise((resolve) => {
       let settled = false;
-      const finish = (r: PostResult) => { if (!settled) { settled = true; resolve(r); } };
-      const req = (secure ? https : http).request(url, {
+      const finish = (r: PostResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      // One timer for the whole exchange (connect, request, response); on expiry the socket is destroyed.
+      const timer = setTimeout(() => {
+        finish(fail(`timeout after ${this.o.timeoutMs} ms`));
+        req.destroy();
+      }, this.o.timeoutMs);
+      const req = (secure ? https : http).request({
+        protocol: url.protocol, hostname: host, port: url.port || undefined, path: url.pathname + url.search,
         method: 'POST',
         agent: secure ? this.httpsAgent : this.httpAgent,
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT },
         lookup: this.o.allowInsecure ? undefined : guardedLookup,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
+        servername: secure && !isIP(host) ? host : undefined,
       }, (res) => {
         const status = res.statusCode ?? 0;
-        res.on('error', (err) => finish(fail(describe(err, this.o.timeoutMs), status)));
+        res.on('error', (err) => finish(fail(describe(err), status)));
         res.on('end', () => {
           const latencyMs = Math.round(performance.now() - started);
           if (status >= 200 && status < 300) finish({ ok: true, status, latencyMs, error: null });
@@ -73,7 +92,7 @@ export class WebhookPoster {
         res.on('close', () => finish(fail('connection closed before the response ended', status)));
         res.resume();
       });
-      req.on('error', (err) => finish(fail(describe(err, this.o.timeoutMs))));
+      req.on('error', (err) => finish(fail(describe(err))));
       req.end(body);
     });
   }
@@ -84,8 +103,7 @@ export class WebhookPoster {
   }
 }
 
-function describe(err: Error & { code?: string }, timeoutMs: number): string {
-  if (err.name === 'TimeoutError' || err.name === 'AbortError' || err.code === 'ABORT_ERR') return `timeout after ${timeoutMs} ms`;
+function describe(err: Error & { code?: string }): string {
   if (err.code === 'EFORBIDDENADDRESS') return `refused: ${err.message}`;
   const msg = err.code ? `${err.code}: ${err.message}` : err.message;
   return msg.slice(0, 500);

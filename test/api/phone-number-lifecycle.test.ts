@@ -187,6 +187,12 @@ t.test('validation: phone_number or area_code, sandbox inventory only', async (t
     t.equal(r.body.error.code, 'validation_error');
     t.ok(r.body.error.fields[field], `${JSON.stringify(body)} -> fields.${field}: ${r.body.error.fields[field]}`);
   }
+  for (const id of ['abc', '0', '99999999999999999999']) {
+    const r = await env.request('DELETE', `/v1/phone-numbers/${id}`, { key: org.api_key });
+    t.equal(r.status, 400, `id ${id}`);
+    t.ok(r.body.error.fields.id);
+  }
+  t.equal((await env.request('GET', '/v1/phone-numbers/123456789', { key: org.api_key })).status, 404);
   const badArea = await env.request('GET', '/v1/phone-numbers/available?area_code=999', { key: org.api_key });
   t.equal(badArea.status, 400);
   t.ok(badArea.body.error.fields.area_code);

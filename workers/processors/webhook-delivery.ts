@@ -1,3 +1,4 @@
+import { loadConfig } from '../../shared/config.ts';
 import { AttemptLog } from '../../shared/webhooks/attempt-log.ts';
 import { attemptDelivery, SubscriptionCache, type DeliveryContext } from '../../shared/webhooks/deliver.ts';
 import { DELIVERY_QUEUE, type DeliveryJob } from '../../shared/webhooks/delivery-jobs.ts';
@@ -25,7 +26,8 @@ function context(deps: WorkerDeps): DeliveryContext {
 
 export const webhookDelivery: Processor<DeliveryJob> = {
   queue: DELIVERY_QUEUE,
-  concurrency: 200,
+  // Read when the workers process creates the queue's Worker.
+  get concurrency() { return loadConfig().webhookConcurrency; },
   async process(job, deps) {
     const r = await attemptDelivery(context(deps), job.data, job.attemptsMade + 1, job.opts.attempts ?? 1);
     if (r.kind === 'retry' || r.kind === 'failed') throw new Error(`delivery ${job.data.webhookId}: ${r.error}`);
