@@ -44,6 +44,11 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
     process.kill(-child.pid!, 'SIGTERM');
   }
   await exited;
-  t.match(out, /stopping all processes/);
-  t.match(out, /workers\s+\| .*"msg":"stopped"/, 'processes stop gracefully');
+  // npm itself exits on the signal at once; the supervisor and its children keep writing while they stop.
+  await eventually(async () => /stopping all processes/.test(out), 15_000, 100);
+  for (const proc of ['gateway', 'signaling', 'media', 'workers']) {
+    await eventually(async () => new RegExp(`${proc}\\s+\\| .*"msg":"stopped"`).test(out), 15_000, 100)
+      .catch(() => t.fail(`${proc} did not stop gracefully:\n${out}`));
+  }
+  t.pass('every process stopped gracefully');
 });
