@@ -170,6 +170,9 @@ export class HttpGateway {
     let body = '';
     try {
       const match = this.router.match(inc.method, inc.path);
+      // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
+      // answers carry the rate-limit headers like every other.
+      if (!match || 'allowed' in match) principal = await this.countUnrouted(inc, headers);
       if (!match) throw new ApiError('not_found', `No endpoint ${inc.method} ${inc.path}.`);
       if ('allowed' in match) {
         headers.Allow = match.allowed.join(', ');
@@ -248,6 +251,19 @@ export class HttpGateway {
     }
     if (status === 204) delete headers['content-type'];
     return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId };
+  }
+
+  private async countUnrouted(inc: Incoming, headers: Record<string, string>): Promise<Principal | null> {
+    const principal = inc.headers.authorization
+      ? await this.auth.authenticate(inc.headers.authorization).catch(() => null) : null;
+    if (!principal) {
+      await this.countAnonymous(inc, headers);
+      return null;
+    }
+    const d = await this.limiter.take(this.deps.key('rl', 'key', principal.keyId), principal.rateLimit);
+    Object.assign(headers, rateLimitHeaders(d));
+    if (!d.allowed) throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`);
+    return principal;
   }
 
   private async countAnonymous(inc: Incoming, headers: Record<string, string>): Promise<void> {

@@ -87,6 +87,12 @@ t.test('every answer after authentication carries the headers, errors included',
   const denied = await env.request('GET', '/v1/phone-numbers', { key: k.apiKey });
   t.equal(denied.status, 403);
   t.equal(rateHeaders(t, denied, sent).remaining, 598, 'a scope failure counts too');
+  const unknown = await env.request('GET', '/v1/no-such-route', { key: k.apiKey });
+  t.equal(unknown.status, 404);
+  t.equal(rateHeaders(t, unknown, sent).remaining, 597, 'an unknown route counts against the key');
+  const wrongMethod = await env.request('DELETE', '/v1/account', { key: k.apiKey });
+  t.equal(wrongMethod.status, 405);
+  t.equal(rateHeaders(t, wrongMethod, sent).remaining, 596, 'so does a wrong method');
   const anon = await env.request('GET', '/v1/account');
   t.equal(anon.status, 401);
   const pa = rateHeaders(t, anon, sent);
