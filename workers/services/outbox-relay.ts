@@ -56,7 +56,8 @@ export const outboxRelay: Service = {
         let full = false;
         try {
           const r = await relayBatch(deps.db, async (jobs) => {
-            await queue.addBulk(jobs);
+            // A large fan-out is added in slices, so one MULTI never carries an unbounded number of jobs.
+            for (let i = 0; i < jobs.length; i += RELAY_BATCH) await queue.addBulk(jobs.slice(i, i + RELAY_BATCH));
             if (FAULT === 'kill-after-enqueue') process.kill(process.pid, 'SIGKILL');
           }, RELAY_BATCH, deps.config.webhookRetryScale);
           full = r.events === RELAY_BATCH;
