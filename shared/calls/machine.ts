@@ -34,6 +34,8 @@ export type Effect =
   | { kind: 'bridge'; at: string }
   /** Epoch ms at which the call-length limit ends the call. */
   | { kind: 'schedule_limit'; at: number }
+  /** The call ended before its limit: drop the pending timer. */
+  | { kind: 'cancel_limit' }
   | { kind: 'release' };
 
 /** What an input did: `applied` changed the call; the others explain why nothing happened. */
@@ -88,6 +90,7 @@ interface Ending {
 
 /** Ends the call: final fields, hang up every leg still up, release the channels. */
 function end(call: MachineCall, e: Ending, at: Date): Step {
+  const hadLimit = call.status === 'ANSWERED';
   call.status = e.status;
   call.call_outcome = e.outcome;
   call.disconnection_reason = e.reason;
@@ -104,6 +107,7 @@ function end(call: MachineCall, e: Ending, at: Date): Step {
   call.cost_cents = callCost(call, at);
   const effects: Effect[] = [];
   for (const leg of Object.values(call.legs)) if (leg && LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+  if (hadLimit) effects.push({ kind: 'cancel_limit' });
   effects.push({ kind: 'release' });
   return { result: 'applied', call, effects, ended: true };
 }

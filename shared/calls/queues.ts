@@ -50,6 +50,13 @@ export class CallQueues {
       { ...JOB_OPTS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
   }
 
+  /** Drops the limit timer of a call that ended first (a timer that is running right now just finds it ended). */
+  async cancelLimit(callId: string): Promise<void> {
+    try {
+      await this.timers.remove(`limit-${callId}`);
+    } catch { /* locked: it is running */ }
+  }
+
   /** Asks the workers to carry out what the call's state calls for (hang up its legs after an API hangup). */
   requestCarrierWork(callId: string) {
     return this.commands.add('settle', { callId } satisfies CommandJob, { ...JOB_OPTS, removeOnComplete: true });

@@ -57,6 +57,7 @@ export class CallRuntime {
         switch (e.kind) {
           case 'release': await this.channels.release(call.organization_id, call.id); break;
           case 'schedule_limit': await this.queues.scheduleLimit(call.id, e.at); break;
+          case 'cancel_limit': await this.queues.cancelLimit(call.id); break;
           default:
             if (this.carrier) await this.carrierEffect(this.carrier, call, e);
             else carrierWork.push(e);

@@ -1,8 +1,8 @@
 // Call rows in Postgres. Every change of a call is one transaction that locks its row (SELECT ... FOR UPDATE), runs
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
-import type { Db, Tx } from '../db.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { pgp, type Db } from '../db.ts';
+import { eventsInsertSql, wakeRelay } from './events.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import { spendDay } from './limits.ts';
 import { step, type Input, type Step } from './machine.ts';
@@ -18,62 +18,84 @@ export type NewCall = Pick<CallRow,
   | 'phone_number_id' | 'agent_id' | 'agent' | 'record' | 'legs' | 'channels' | 'carrier' | 'time_scale'
   | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>;
 
-/** Inserts a QUEUED call and its new_call event in one transaction. */
+/** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction). */
 export async function insertCall(db: Db, c: NewCall): Promise<CallRow> {
-  return db.tx('insert-call', async (tx) => {
-    const row = await tx.one<CallRow>(
-      `INSERT INTO calls (id, organization_id, api_key_id, user_id, type, from_number, to_number, connect_number,
-         phone_number_id, agent_id, agent, record, legs, channels, carrier, time_scale, max_duration_seconds,
-         ring_timeout_seconds, price_cents_per_minute, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11:json, $12, $13:json, $14, $15, $16, $17, $18, $19, $20, $20)
-       RETURNING *`,
-      [c.id, c.organization_id, c.api_key_id, c.user_id, c.type, c.from_number, c.to_number, c.connect_number,
-        c.phone_number_id, c.agent_id, c.agent, c.record, c.legs, c.channels, c.carrier, c.time_scale,
-        c.max_duration_seconds, c.ring_timeout_seconds, c.price_cents_per_minute, c.created_at],
-    );
-    await recordEvent(tx, { organizationId: c.organization_id, eventType: 'new_call', data: callEventPayload(row) });
-    return row;
-  });
+  const row: CallRow = {
+    ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
+    disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, originated_at: null, answered_at: null,
+    ended_at: null, transcript: null, updated_at: c.created_at,
+  };
+  const insert = pgp.as.format(
+    `INSERT INTO calls (id, organization_id, api_key_id, user_id, type, direction, from_number, to_number, connect_number,
+       phone_number_id, agent_id, agent, record, status, legs, channels, carrier, time_scale, max_duration_seconds,
+       ring_timeout_seconds, price_cents_per_minute, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12:json, $13, $14, $15:json, $16, $17, $18, $19, $20, $21, $22, $22)`,
+    [row.id, row.organization_id, row.api_key_id, row.user_id, row.type, row.direction, row.from_number, row.to_number,
+      row.connect_number, row.phone_number_id, row.agent_id, row.agent, row.record, row.status, row.legs, row.channels,
+      row.carrier, row.time_scale, row.max_duration_seconds, row.ring_timeout_seconds, row.price_cents_per_minute, row.created_at],
+  );
+  const event = eventsInsertSql([{ organizationId: row.organization_id, eventType: 'new_call', data: callEventPayload(row) }]);
+  // Several statements in one simple query run as one implicit transaction: both rows or neither.
+  await db.none(`${insert};\n${event}`);
+  wakeRelay(db);
+  return row;
 }
 
 export interface Applied { step: Step; call: CallRow }
 
-/** Applies one input to a call in one transaction; null when the call does not exist. */
+/** Applies one input to a call in one transaction; null when the call does not exist.
+ *  Two round trips: "BEGIN; SELECT ... FOR UPDATE", then one batch "UPDATE; INSERT events; upsert spend; COMMIT"
+ *  (a transition runs for every carrier event, so round trips matter; any error rolls the transaction back). */
 export async function applyInput(db: Db, callId: string, input: Input, organizationId?: string): Promise<Applied | null> {
   if (!isUuid(callId)) return null;
-  return db.tx('call-transition', async (tx) => {
-    const row = await tx.oneOrNone<CallRow>(
-      `SELECT * FROM calls WHERE id = $1${organizationId ? ' AND organization_id = $2' : ''} FOR UPDATE`,
-      [callId, organizationId],
-    );
-    if (!row) return null;
-    const s = step(row, input);
-    if (s.result !== 'applied') return { step: s, call: row };
-    const next: CallRow = { ...row, ...s.call };
-    if (s.ended) next.transcript = buildTranscript(next);
-    await write(tx, next);
-    if (s.ended) {
-      for (const e of endEvents(next)) await recordEvent(tx, { organizationId: next.organization_id, ...e });
-      if (next.cost_cents > 0) {
-        await tx.none(
-          `INSERT INTO org_daily_spend (organization_id, day, cents) VALUES ($1, $2, $3)
-           ON CONFLICT (organization_id, day) DO UPDATE SET cents = org_daily_spend.cents + EXCLUDED.cents`,
-          [next.organization_id, spendDay(next.ended_at!), next.cost_cents],
-        );
+  const applied = await db.task('call-transition', async (t) => {
+    let open = false;
+    try {
+      open = true;
+      const row = await t.oneOrNone<CallRow>(
+        `BEGIN; SELECT * FROM calls WHERE id = $1${organizationId ? ' AND organization_id = $2' : ''} FOR UPDATE`,
+        [callId, organizationId],
+      );
+      const s = row ? step(row, input) : null;
+      if (!row || !s || s.result !== 'applied') {
+        await t.none('COMMIT');
+        open = false;
+        return row && s ? { step: s, call: row } : null;
       }
+      const next: CallRow = { ...row, ...s.call, updated_at: new Date() };
+      if (s.ended) next.transcript = buildTranscript(next);
+      const batch = [updateSql(next)];
+      if (s.ended) {
+        batch.push(eventsInsertSql(endEvents(next).map((e) => ({ organizationId: next.organization_id, ...e }))));
+        if (next.cost_cents > 0) {
+          batch.push(pgp.as.format(
+            `INSERT INTO org_daily_spend (organization_id, day, cents) VALUES ($1, $2, $3)
+             ON CONFLICT (organization_id, day) DO UPDATE SET cents = org_daily_spend.cents + EXCLUDED.cents`,
+            [next.organization_id, spendDay(next.ended_at!), next.cost_cents],
+          ));
+        }
+      }
+      batch.push('COMMIT');
+      await t.none(batch.join(';\n'));
+      open = false;
+      return { step: s, call: next };
+    } catch (err) {
+      if (open) await t.none('ROLLBACK').catch(() => undefined);
+      throw err;
     }
-    return { step: s, call: next };
   });
+  if (applied?.step.ended) wakeRelay(db);
+  return applied;
 }
 
-async function write(tx: Tx, c: CallRow): Promise<void> {
-  await tx.none(
+function updateSql(c: CallRow): string {
+  return pgp.as.format(
     `UPDATE calls SET status = $2, legs = $3:json, picked_up = $4, originated_at = $5, answered_at = $6, ended_at = $7,
         call_outcome = $8, failure_code = $9, failure_category = $10, disconnection_reason = $11,
-        duration_seconds = $12, cost_cents = $13, transcript = $14:json, updated_at = now()
+        duration_seconds = $12, cost_cents = $13, transcript = $14:json, updated_at = $15
       WHERE id = $1`,
     [c.id, c.status, c.legs, c.picked_up, c.originated_at, c.answered_at, c.ended_at, c.call_outcome, c.failure_code,
-      c.failure_category, c.disconnection_reason, c.duration_seconds, c.cost_cents, c.transcript ?? null],
+      c.failure_category, c.disconnection_reason, c.duration_seconds, c.cost_cents, c.transcript ?? null, c.updated_at],
   );
 }
 

@@ -46,7 +46,7 @@ t.test('bridge happy path: connect rings, answers, destination rings, answers (b
   t.same(steps[4].effects, [{ kind: 'bridge', at: at(4).toISOString() }, { kind: 'schedule_limit', at: at(4).getTime() + 3600_000 }]);
   t.equal(steps[4].call.status, 'ANSWERED');
   t.ok(steps[5].ended);
-  t.same(steps[5].effects, [{ kind: 'hangup', role: 'connect' }, { kind: 'release' }]);
+  t.same(steps[5].effects, [{ kind: 'hangup', role: 'connect' }, { kind: 'cancel_limit' }, { kind: 'release' }]);
   t.match(call, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 10,
     failure_code: null, failure_category: null });
   t.equal(call.cost_cents, 2, 'both legs answered: one started minute each');
@@ -111,7 +111,7 @@ t.test('hangup modes in every state', async (t) => {
   t.equal(step(answered, { type: 'hangup', mode: 'cancel_setup', at: at(5) }).result, 'already_originated');
   const hung = step(answered, { type: 'hangup', mode: 'hangup', at: at(9) });
   t.match(hung.call, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'api_hangup', duration_seconds: 5 });
-  t.same(hung.effects, [{ kind: 'hangup', role: 'connect' }, { kind: 'hangup', role: 'destination' }, { kind: 'release' }]);
+  t.same(hung.effects, [{ kind: 'hangup', role: 'connect' }, { kind: 'hangup', role: 'destination' }, { kind: 'cancel_limit' }, { kind: 'release' }]);
   for (const mode of ['hangup', 'setup_failed', 'cancel_setup'] as const) {
     t.equal(step(hung.call, { type: 'hangup', mode, at: at(10) }).result, 'already_ended', `${mode} on an ended call`);
   }

@@ -1,0 +1,254 @@
+// Dial benchmark: `npm run bench:dial`. Prints figures; asserts nothing.
+//
+// Runs the real processes (gateway/main.ts and workers/main.ts, as in the Procfile) against a database and Redis
+// prefix of its own, with the sandbox carrier (SANDBOX_TIME_SCALE, default 0.01: a bridge call lasts ~0.14 s) and
+// an organization whose channel limit, call rate and spend cap are out of the way, through a key whose request
+// rate limit is raised. Three phases:
+//   1. paced:      BENCH_PACED_RATE dials/s (default 50) for 10 s with keep-alive; the delay from the carrier's
+//                  end of call (the `at` of its ended event, which is the call's ended_at) to the receipt of the
+//                  call_completed webhook: p50 / p99 / max.
+//   2. saturation: wrk (BENCH_THREADS x BENCH_CONNECTIONS, BENCH_SECONDS) POSTing /v1/calls/dial while the workers
+//                  run: accepted dials per second (rows inserted / seconds; every 202 is a row), the dial request's
+//                  latency, then the same end-of-call -> webhook delay for those calls while the backlog drains.
+//   3. gateway alone: the same wrk run with the workers stopped (dials are accepted and queued; nothing progresses).
+// Target: >= 1,000 accepted dials/s.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { createApiKey } from '../shared/accounts/keys.ts';
+import { setLimits } from '../shared/calls/limits.ts';
+import { loadConfig } from '../shared/config.ts';
+import { createDb, dropDatabase } from '../shared/db.ts';
+import { randomToken } from '../shared/ids.ts';
+import { createRedis } from '../shared/redis.ts';
+import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
+import { prepareDatabase } from '../infra/prepare.ts';
+import { startReceiver } from '../test/helpers/receiver.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const THREADS = Number(process.env.BENCH_THREADS ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
+const PACED_SECONDS = 10;
+const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 180);
+const SCALE = process.env.SANDBOX_TIME_SCALE ?? '0.01';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+function startProc(proc: 'gateway' | 'workers', env: Record<string, string>, logFile: string): ChildProcess {
+  const fd = openSync(logFile, 'a');
+  // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each process there (on SIGTERM).
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  return child;
+}
+
+async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const req = request(url, { agent: false }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+      req.on('error', () => resolve(false));
+      req.end();
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`${url} not ready in ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+function post(agent: Agent, base: string, path: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(base + path, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+interface Wrk { rps: number; requests: number; non2xx: number; p50: string; p99: string; socketErrors: string | null }
+
+function runWrk(url: string, luaFile: string): Wrk {
+  const r = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', luaFile, url], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`);
+  const out = r.stdout;
+  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+  return {
+    rps: num(/Requests\/sec:\s+([\d.]+)/),
+    requests: num(/(\d+) requests in/),
+    non2xx: num(/Non-2xx or 3xx responses:\s+(\d+)/),
+    p50: /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? '?',
+    p99: /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? '?',
+    socketErrors: /Socket errors:[^\n]*/.exec(out)?.[0] ?? null,
+  };
+}
+
+async function main(): Promise<void> {
+  if (spawnSync('sh', ['-c', 'command -v wrk']).status !== 0) throw new Error('wrk is not installed (apt-get install -y wrk)');
+  const id = randomToken(8).toLowerCase();
+  const dir = mkdtempSync(join(tmpdir(), 'bench-dial-'));
+  const [port, workersPort] = [await freePort(), await freePort()];
+  const env: Record<string, string> = {
+    DATABASE_URL: `postgres://127.0.0.1:5432/ol_bench_dial_${id}`, REDIS_PREFIX: `olb_${id}`,
+    PORT: String(port), WORKERS_PORT: String(workersPort), SIGNALING_PORT: '0', MEDIA_PORT: '0',
+    SANDBOX_TIME_SCALE: SCALE, WEBHOOK_ALLOW_INSECURE: '1', LOG_LEVEL: 'info',
+  };
+  const config = loadConfig({ ...process.env, ...env });
+  await prepareDatabase(config);
+  const db = createDb(config.databaseUrl, 4);
+  const redis = createRedis(config.redisUrl);
+  const children: ChildProcess[] = [];
+  // call id -> ms from the carrier's end of call to the webhook's receipt, and the part of it before the event row
+  // was written (the call's end transition: queue lag + transaction); the rest is relay + delivery.
+  const received = new Map<string, number>();
+  const toEvent = new Map<string, number>();
+  const rx = await startReceiver(undefined, {
+    record: false,
+    onRequest: (r) => {
+      const d = r.body?.data;
+      if (r.body?.event_type !== 'call_completed' || !d?.id || !d.ended_at || received.has(d.id)) return;
+      received.set(d.id, r.at - Date.parse(d.ended_at));
+      toEvent.set(d.id, Date.parse(r.body.occurred_at) - Date.parse(d.ended_at));
+    },
+  });
+  const split = (ids: string[]) => {
+    const a = ids.filter((c) => toEvent.has(c)).map((c) => toEvent.get(c)!);
+    const b = ids.filter((c) => toEvent.has(c)).map((c) => received.get(c)! - toEvent.get(c)!);
+    return { end_to_event_row_p50: pct(a, 50), end_to_event_row_p99: pct(a, 99), event_row_to_webhook_p50: pct(b, 50), event_row_to_webhook_p99: pct(b, 99) };
+  };
+  try {
+    const org = await bootstrapOrganization(db, { org: `Bench Dial ${id}`, scopes: [...DEFAULT_ALL_SCOPES], numbers: 1 });
+    await setLimits(db, org.organization_id, { channel_limit: 1_000_000, calls_per_minute: 10_000_000, daily_spend_cap_cents: 1_000_000_000_000 });
+    const { apiKey } = await createApiKey(db, { organizationId: org.organization_id, userId: org.user_id, scopes: [...DEFAULT_ALL_SCOPES], rateLimitPerMinute: 100_000_000 });
+    const from = org.phone_numbers[0];
+    const dialBody = { from_number: from, to_number: '+14155554567', connect_number: '+14155559999' };
+
+    const gateway = startProc('gateway', env, join(dir, 'gateway.log'));
+    children.push(gateway);
+    let workers = startProc('workers', env, join(dir, 'workers.log'));
+    children.push(workers);
+    const base = `http://127.0.0.1:${port}`;
+    await waitHttp(`${base}/readyz`);
+    await waitHttp(`http://127.0.0.1:${workersPort}/healthz`);
+    const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+    const sub = await post(agent, base, '/api/v1/webhook_subscriptions', apiKey, { webhook_url: rx.url('/calls'), event_type: 'call_completed' });
+    if (sub.status !== 201) throw new Error(`subscription failed: ${sub.status} ${JSON.stringify(sub.body)}`);
+
+    // Warm-up (JIT, connection pools).
+    await Promise.all(Array.from({ length: 200 }, () => post(agent, base, '/v1/calls/dial', apiKey, dialBody)));
+
+    // 1. Paced dials: end-of-call -> webhook delay on an unsaturated system.
+    const pacedIds: string[] = [];
+    const t0 = Date.now();
+    const total = PACED_RATE * PACED_SECONDS;
+    const inflight: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / PACED_RATE;
+      if (due > Date.now()) await sleep(due - Date.now());
+      inflight.push(post(agent, base, '/v1/calls/dial', apiKey, dialBody).then((r) => { if (r.status === 202) pacedIds.push(r.body.data.call_id); }));
+    }
+    await Promise.all(inflight);
+    const pacedUntil = Date.now() + 60_000;
+    while (pacedIds.some((c) => !received.has(c)) && Date.now() < pacedUntil) await sleep(100);
+    const paced = pacedIds.filter((c) => received.has(c)).map((c) => received.get(c)!);
+
+    // 2. Saturation with the workers running.
+    const lua = join(dir, 'dial.lua');
+    writeFileSync(lua, [
+      'wrk.method = "POST"',
+      `wrk.body = '${JSON.stringify(dialBody)}'`,
+      'wrk.headers["Content-Type"] = "application/json"',
+      `wrk.headers["Authorization"] = "Bearer ${apiKey}"`,
+    ].join('\n'));
+    const count = async () => (await db.one('SELECT count(*)::int AS n FROM calls')).n as number;
+    const before = await count();
+    const satStart = new Date();
+    const sat = runWrk(`${base}/v1/calls/dial`, lua);
+    const satRows = (await count()) - before;
+    const satIds = (await db.any('SELECT id FROM calls WHERE created_at >= $1', [satStart])).map((r) => r.id as string);
+    const drainStart = Date.now();
+    while (satIds.some((c) => !received.has(c)) && Date.now() - drainStart < DRAIN_SECONDS * 1000) await sleep(250);
+    const drainSeconds = (Date.now() - drainStart) / 1000;
+    const satDelays = satIds.filter((c) => received.has(c)).map((c) => received.get(c)!);
+
+    // 3. Gateway alone.
+    workers.kill('SIGTERM');
+    await new Promise((r) => workers.once('exit', r));
+    const before3 = await count();
+    const alone = runWrk(`${base}/v1/calls/dial`, lua);
+    const aloneRows = (await count()) - before3;
+
+    const figures = {
+      machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+      settings: { time_scale: Number(SCALE), wrk: `-t${THREADS} -c${CONNECTIONS} -d${SECONDS}s`, paced_rate: PACED_RATE },
+      paced: { dials: pacedIds.length, webhooks: paced.length, end_to_webhook_ms: { p50: pct(paced, 50), p99: pct(paced, 99), max: pct(paced, 100) },
+        split_ms: split(pacedIds) },
+      saturation_with_workers: {
+        accepted_per_second: Math.round(satRows / SECONDS), wrk_requests_per_second: sat.rps, non_2xx: sat.non2xx,
+        dial_latency: { p50: sat.p50, p99: sat.p99 }, socket_errors: sat.socketErrors,
+        calls: satIds.length, webhooks_received: satDelays.length, drain_seconds: Math.round(drainSeconds),
+        // Calls the workers carried from dial to delivered webhook per second while saturated.
+        workers_calls_per_second: Math.round(satDelays.length / (SECONDS + drainSeconds)),
+        end_to_webhook_ms: { p50: pct(satDelays, 50), p99: pct(satDelays, 99), max: pct(satDelays, 100) }, split_ms: split(satIds),
+      },
+      gateway_alone: { accepted_per_second: Math.round(aloneRows / SECONDS), wrk_requests_per_second: alone.rps, non_2xx: alone.non2xx,
+        dial_latency: { p50: alone.p50, p99: alone.p99 }, socket_errors: alone.socketErrors },
+    };
+    console.log('\nbench:dial — real gateway + workers, sandbox carrier, Postgres, Redis, BullMQ\n');
+    console.log(`paced ${PACED_RATE} dials/s x ${PACED_SECONDS} s: carrier end of call -> call_completed webhook  p50 ${ms(figures.paced.end_to_webhook_ms.p50)}  p99 ${ms(figures.paced.end_to_webhook_ms.p99)}  max ${ms(figures.paced.end_to_webhook_ms.max)}  (${paced.length}/${pacedIds.length} webhooks)`);
+    const sp = figures.paced.split_ms;
+    console.log(`  of which end of call -> event row committed p50 ${ms(sp.end_to_event_row_p50)} p99 ${ms(sp.end_to_event_row_p99)}; event row -> webhook p50 ${ms(sp.event_row_to_webhook_p50)} p99 ${ms(sp.event_row_to_webhook_p99)}`);
+    console.log(`saturation, workers running: ${figures.saturation_with_workers.accepted_per_second} accepted dials/s (wrk ${sat.rps} req/s, non-2xx ${sat.non2xx}), dial p50 ${sat.p50} p99 ${sat.p99}`);
+    console.log(`  backlog of ${satIds.length} calls drained in ${Math.round(drainSeconds)} s (workers: ~${figures.saturation_with_workers.workers_calls_per_second} calls/s end to end); end of call -> webhook p50 ${ms(figures.saturation_with_workers.end_to_webhook_ms.p50)} p99 ${ms(figures.saturation_with_workers.end_to_webhook_ms.p99)} (${satDelays.length}/${satIds.length} webhooks)`);
+    console.log(`gateway alone (workers stopped): ${figures.gateway_alone.accepted_per_second} accepted dials/s (wrk ${alone.rps} req/s, non-2xx ${alone.non2xx}), dial p50 ${alone.p50} p99 ${alone.p99}`);
+    const target = figures.saturation_with_workers.accepted_per_second >= 1000;
+    console.log(`target >= 1,000 accepted dials/s with the workers running: ${target ? 'met' : 'NOT met'}`);
+    console.log(JSON.stringify(figures));
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill(process.env.BENCH_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
+    if (process.env.BENCH_CPU_PROF) await sleep(3000);
+    await rx.close();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${env.REDIS_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.unlink(...keys);
+    } while (cursor !== '0');
+    redis.disconnect();
+    await db.$pool.end();
+    await sleep(200);
+    await dropDatabase(config.databaseUrl);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
