@@ -9,6 +9,9 @@ import { sleep, subscribe } from './helpers.ts';
 // The workers process dies in the middle of relaying; after a restart every event arrives, and exactly once
 // per subscription after dedupe by webhook-id (delivery is at least once: a delivery in flight at the kill may
 // be repeated with the same webhook-id).
+// Deliveries in flight at a kill wait for their BullMQ lock to expire (30 s) before they are retried: allow
+// this file more than the default 180 s on a busy machine.
+t.setTimeout(360_000);
 const env = await testEnv(t, { env: { WEBHOOK_ALLOW_INSECURE: '1', SANDBOX_TIME_SCALE: '0.01', WEBHOOK_RETRY_SCALE: '0.01' } });
 const rx = await startReceiver(t);
 const spawnWorkers = (extra: Record<string, string> = {}) => env.spawn('workers', { LOG_LEVEL: 'info', ...extra });
