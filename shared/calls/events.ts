@@ -18,13 +18,15 @@ export function eventsInsertSql(events: NewEvent[]): string {
 }
 
 const pending = new WeakSet<Db>();
+const WAKE_MS = 5;
 
-/** Wakes the outbox relay after a commit; calls within the same millisecond share one NOTIFY. */
+/** Wakes the outbox relay after a commit; commits within WAKE_MS share one NOTIFY (at high rates a NOTIFY per
+ *  commit would be a query per commit). */
 export function wakeRelay(db: Db): void {
   if (pending.has(db)) return;
   pending.add(db);
   setTimeout(() => {
     pending.delete(db);
     db.none(`NOTIFY ${EVENTS_CHANNEL}`).catch(() => undefined);
-  }, 1);
+  }, WAKE_MS);
 }

@@ -14,7 +14,6 @@ import type { Principal } from '../accounts/principal.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { parseE164 } from '../phone/e164.ts';
-import { rateLimitHeaders } from '../ratelimit/index.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination } from './destinations.ts';
 import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
@@ -135,28 +134,26 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }
 
-  // 5. Call rate.
-  const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
-  if (!rate.allowed) {
-    const h = rateLimitHeaders(rate, 'calls');
-    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${rate.resetSeconds} s.`,
-      { category: 'account_limit', headers: { 'Retry-After': h['Retry-After'] } });
+  // 5.-7. Call rate, daily spend cap, channels: one atomic script, in that order.
+  const id = uuidv7(now.getTime());
+  const channels = CHANNELS[req.type];
+  const gate = await rt.channels.gate(p.organizationId, id, channels, org.channel_limit, {
+    now: now.getTime(), rate: { key: key('calls', 'rate', p.organizationId), perMinute: org.calls_per_minute },
+    spendOk: org.spent < org.daily_spend_cap_cents,
+  });
+  if (gate.verdict === 'rate') {
+    const retry = Math.max(1, Math.ceil(gate.rateResetMs / 1000));
+    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${retry} s.`,
+      { category: 'account_limit', headers: { 'Retry-After': String(retry) } });
   }
-
-  // 6. Daily spend cap.
-  if (org.spent >= org.daily_spend_cap_cents) {
+  if (gate.verdict === 'spend') {
     throw new ApiError('spend_cap_reached',
       `Today's call spend (${org.spent} cents) has reached the daily cap of ${org.daily_spend_cap_cents} cents.`,
       { resolutionHint: 'The cap resets at 00:00 UTC; an administrator can raise it.' });
   }
-
-  // 7. Channels.
-  const id = uuidv7(now.getTime());
-  const channels = CHANNELS[req.type];
-  const adm = await rt.channels.admit(p.organizationId, id, channels, org.channel_limit);
-  if (!adm.admitted) {
+  if (gate.verdict === 'channels') {
     throw new ApiError('channel_limit_exceeded',
-      `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${adm.used} of your ${org.channel_limit} are in use.`,
+      `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${gate.used} of your ${org.channel_limit} are in use.`,
       { resolutionHint: 'Retry when a call ends, or ask for a higher channel limit. Calls do not queue.' });
   }
 
