@@ -134,26 +134,27 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }
 
-  // 5.-7. Call rate, daily spend cap, channels: one atomic script, in that order.
-  const id = uuidv7(now.getTime());
-  const channels = CHANNELS[req.type];
-  const gate = await rt.channels.gate(p.organizationId, id, channels, org.channel_limit, {
-    now: now.getTime(), rate: { key: key('calls', 'rate', p.organizationId), perMinute: org.calls_per_minute },
-    spendOk: org.spent < org.daily_spend_cap_cents,
-  });
-  if (gate.verdict === 'rate') {
-    const retry = Math.max(1, Math.ceil(gate.rateResetMs / 1000));
-    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${retry} s.`,
-      { category: 'account_limit', headers: { 'Retry-After': String(retry) } });
+  // 5. Call rate.
+  const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
+  if (!rate.allowed) {
+    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${rate.resetSeconds} s.`,
+      { category: 'account_limit', headers: { 'Retry-After': String(rate.resetSeconds) } });
   }
-  if (gate.verdict === 'spend') {
+
+  // 6. Daily spend cap.
+  if (org.spent >= org.daily_spend_cap_cents) {
     throw new ApiError('spend_cap_reached',
       `Today's call spend (${org.spent} cents) has reached the daily cap of ${org.daily_spend_cap_cents} cents.`,
       { resolutionHint: 'The cap resets at 00:00 UTC; an administrator can raise it.' });
   }
-  if (gate.verdict === 'channels') {
+
+  // 7. Channels.
+  const id = uuidv7(now.getTime());
+  const channels = CHANNELS[req.type];
+  const adm = await rt.channels.admit(p.organizationId, id, channels, org.channel_limit, now.getTime());
+  if (!adm.admitted) {
     throw new ApiError('channel_limit_exceeded',
-      `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${gate.used} of your ${org.channel_limit} are in use.`,
+      `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${adm.used} of your ${org.channel_limit} are in use.`,
       { resolutionHint: 'Retry when a call ends, or ask for a higher channel limit. Calls do not queue.' });
   }
 

@@ -7,6 +7,7 @@ import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/
 import { ChannelAccounts } from '../channels/index.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db.ts';
+import { FixedWindowLimiter } from '../ratelimit/index.ts';
 import type { Keyer } from '../redis.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
@@ -18,6 +19,7 @@ export interface RuntimeDeps { config: Config; db: Db; redis: Redis; key: Keyer;
 export class CallRuntime {
   readonly queues: CallQueues;
   readonly channels: ChannelAccounts;
+  readonly callRate: FixedWindowLimiter;
   readonly profile: CarrierProfile;
   /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
   readonly carrier: Carrier | null;
@@ -26,6 +28,7 @@ export class CallRuntime {
   constructor(readonly deps: RuntimeDeps, withCarrier: boolean | Carrier) {
     this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
     this.channels = new ChannelAccounts(deps.redis, deps.key);
+    this.callRate = new FixedWindowLimiter(deps.redis);
     this.profile = carrierProfile(deps.config);
     this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents) : withCarrier || null;
   }

@@ -9,21 +9,13 @@ import { defineScript, script } from '../redis-scripts.ts';
 
 export interface Hold { channels: number; admittedAt: number }
 
-export interface GateResult {
-  verdict: 'ok' | 'rate' | 'spend' | 'channels';
-  /** Channels in use after the call (or when refused). */
-  used: number;
-  /** Until the call-rate window resets (ms). */
-  rateResetMs: number;
-}
-
 export class ChannelAccounts {
   private readonly admitScript;
   private readonly releaseScript;
   private readonly recountScript;
 
   constructor(private readonly redis: Redis, private readonly key: Keyer) {
-    defineScript(redis, 'olChanAdmit', new URL('./admit.lua', import.meta.url), 4);
+    defineScript(redis, 'olChanAdmit', new URL('./admit.lua', import.meta.url), 3);
     defineScript(redis, 'olChanRelease', new URL('./release.lua', import.meta.url), 3);
     defineScript(redis, 'olChanRecount', new URL('./recount.lua', import.meta.url), 3);
     this.admitScript = script(redis, 'olChanAdmit');
@@ -37,17 +29,8 @@ export class ChannelAccounts {
 
   /** Admits `channels` for the call if the organization stays within `limit`. */
   async admit(orgId: string, callId: string, channels: number, limit: number, now = Date.now()): Promise<{ admitted: boolean; used: number }> {
-    const r = await this.gate(orgId, callId, channels, limit, { now });
-    return { admitted: r.verdict === 'ok', used: r.used };
-  }
-
-  /** A dial's last three guardrails in one atomic script, in order: the per-minute call rate (counted against
-   *  `rate.key`), the daily spend cap (`spendOk`, decided by the caller), then channel admission. */
-  async gate(orgId: string, callId: string, channels: number, limit: number,
-    o: { now?: number; rate?: { key: string; perMinute: number }; spendOk?: boolean } = {}): Promise<GateResult> {
-    const [verdict, used, ttl] = (await this.admitScript(...this.keys(orgId), o.rate?.key ?? this.key('chan', 'norate'), callId,
-      channels, limit, o.now ?? Date.now(), orgId, o.rate?.perMinute ?? 0, 60_000, o.spendOk === false ? '0' : '1')) as [GateResult['verdict'], number, number];
-    return { verdict, used, rateResetMs: ttl };
+    const [ok, used] = (await this.admitScript(...this.keys(orgId), callId, channels, limit, now, orgId)) as [number, number];
+    return { admitted: ok === 1, used };
   }
 
   /** Frees the call's channels; returns how many it held (0 when it held none: already released). */
