@@ -174,7 +174,7 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({
         call_id: Type.String(),
         status: Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('unavailable')]),
-        reason: Nullable(Type.String({ description: 'Why there is none: in_progress, not_answered, not_recorded.' })),
+        reason: Nullable(Type.String({ description: 'Why there is none: in_progress, not_answered, not_recorded (a bridge call without record), not_available (the carrier produced none).' })),
         language: Nullable(Type.String()),
         turns: Type.Array(Type.Object({ speaker: Type.String(), text: Type.String(), offset_seconds: Type.Number() })),
         analysis: Nullable(Type.Object({}, { additionalProperties: true })),
@@ -189,7 +189,8 @@ export const callRoutes: Plugin = (routes) => {
           'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
       }
       const t = call.transcript as { language: string; turns: unknown[]; analysis: unknown } | null;
-      const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered' : 'not_recorded';
+      const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered'
+        : call.type === 'bridge' && !call.record ? 'not_recorded' : 'not_available';
       return {
         status: 200,
         body: { data: {

@@ -1,4 +1,4 @@
-// Transcripts and their small analysis. In the sandbox an AI call's agent speaks its greeting and a scripted
+// Transcripts and their small analysis (sandbox carrier only). In the sandbox an AI call's agent speaks its greeting and a scripted
 // exchange follows; a recorded bridge call gets a scripted two-person conversation. Turns are cut at the call's
 // real talk time, so a call ended early has a shorter transcript. Stored on the call row when the call ends.
 import type { CallRow } from './model.ts';
@@ -21,7 +21,7 @@ function scriptFor(c: CallRow): Turn[] {
     const a = c.agent!;
     const purpose = firstSentence(a.prompt) || 'I am calling with a quick update on your account.';
     return [
-      { speaker: 'agent', text: a.greeting, offset_seconds: 0 },
+      { speaker: 'agent', text: a.greeting || 'Hello!', offset_seconds: 0 },
       { speaker: 'callee', text: 'Hi, yes. Who is this?', offset_seconds: 3 },
       { speaker: 'agent', text: `This is ${a.name}. ${purpose}`, offset_seconds: 5 },
       { speaker: 'callee', text: 'Okay, thanks for letting me know. Goodbye.', offset_seconds: 8 },
@@ -42,6 +42,8 @@ const STOP = new Set(['thanks', 'there', 'which', 'about', 'hello', 'goodbye', '
 /** The transcript of an ended call, or null when there is none: not answered by a person, or a bridge call that
  *  was not recorded. */
 export function buildTranscript(c: CallRow): StoredTranscript | null {
+  // Only the sandbox scripts conversations; a real carrier's transcripts come from its media pipeline (not yet).
+  if (c.carrier !== 'sandbox') return null;
   if (!c.picked_up || c.duration_seconds === null) return null;
   if (c.type === 'bridge' && !c.record) return null;
   const talk = c.duration_seconds;
