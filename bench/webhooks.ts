@@ -118,7 +118,7 @@ try {
     + `all relayed after ${Math.round(Number(relayed.at) - t0)} ms; last delivery after ${Math.round(tLast - t0)} ms`);
   console.log(`burst: ${Math.round(rate)} deliveries/s; commit-to-receipt p50 ${Math.round(burst.p50)} ms, p99 ${Math.round(burst.p99)} ms, max ${Math.round(burst.max)} ms`);
   const per = (k: keyof typeof cpu0) => ((cpu1[k] - cpu0[k]) * 1e6 / EVENTS).toFixed(0);
-  console.log(`burst: CPU per delivery: workers ${per('workers')} µs, redis ${per('redis')} µs, producer+receiver ${per('bench')} µs `
+  console.log(`burst: CPU per delivery: workers ${per('workers')} µs, redis server ${per('redis')} µs (all its clients), producer+receiver ${per('bench')} µs `
     + `(load average ${(await import('node:os')).loadavg()[0].toFixed(1)} on ${(await import('node:os')).availableParallelism()} cores)`);
 
   // Paced

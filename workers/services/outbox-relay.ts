@@ -15,6 +15,8 @@ const POLL_MS = 1000;
 /** Fault injection for the crash test only: `kill-after-enqueue` makes the process SIGKILL itself right after its
  *  first enqueue, before the relay transaction commits (the window where a naive relay would duplicate). */
 const FAULT = process.env.OUTBOX_RELAY_FAULT;
+const STALLED = 'job stalled more than allowable limit';
+const RESCUE_MS = 30_000;
 
 type Listener = Awaited<ReturnType<WorkerDeps['db']['connect']>>;
 
@@ -76,9 +78,20 @@ export const outboxRelay: Service = {
       }
     })();
 
+    // BullMQ fails a job whose worker died under it a second time ("stalled more than allowable limit"; the
+    // workers process uses the default maxStalledCount of 1). Such a delivery was never answered for: put it back.
+    const rescue = setInterval(() => {
+      void (async () => {
+        for (const job of await queue.getFailed(0, 199)) {
+          if (job.failedReason === STALLED) await job.retry('failed').catch(() => undefined);
+        }
+      })().catch((err) => log.warn({ err: (err as Error).message }, 'stalled-delivery rescue failed'));
+    }, RESCUE_MS);
+
     return {
       stop: async () => {
         stopped = true;
+        clearInterval(rescue);
         wake?.();
         await loop;
         if (listener) await (listener as Listener).done(true);
