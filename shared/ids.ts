@@ -24,7 +24,11 @@ export const sha256 = (s: string) => createHash('sha256').update(s).digest();
 export const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
 export const newApiKey = () => API_KEY_PREFIX + randomToken(40);
-export const newRequestId = () => REQUEST_PREFIX + randomToken(20);
+// Request ids: a random per-process prefix and a counter. Unique across processes and restarts (the prefix has
+// ~71 bits) without spending random bytes on every request, which showed up in the gateway profile.
+const REQUEST_ID_PROCESS = randomToken(12);
+let requestCounter = 0;
+export const newRequestId = () => `${REQUEST_PREFIX}${REQUEST_ID_PROCESS}${(requestCounter++).toString(36).padStart(8, '0')}`;
 
 /** UUIDv7: time-ordered, so ordering by id is ordering by creation time. */
 export function uuidv7(now = Date.now()): string {
