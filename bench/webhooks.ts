@@ -25,6 +25,7 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '500' },
     'paced-rate': { type: 'string', default: '1000' },
     'paced-events': { type: 'string', default: '10000' },
+    timeline: { type: 'boolean', default: false },
   },
 });
 const EVENTS = Number(args.events);
@@ -117,6 +118,14 @@ try {
   console.log(`burst: ${EVENTS} events committed in ${Math.round(tCommitted - t0)} ms (${BATCH} per transaction); `
     + `all relayed after ${Math.round(Number(relayed.at) - t0)} ms; last delivery after ${Math.round(tLast - t0)} ms`);
   console.log(`burst: ${Math.round(rate)} deliveries/s; commit-to-receipt p50 ${Math.round(burst.p50)} ms, p99 ${Math.round(burst.p99)} ms, max ${Math.round(burst.max)} ms`);
+  if (args.timeline) {
+    const perSecond = new Map<number, number>();
+    for (const id of burstIds) {
+      const s = Math.floor((receivedAt.get(id)! - t0) / 1000);
+      perSecond.set(s, (perSecond.get(s) ?? 0) + 1);
+    }
+    console.log(`burst: deliveries per second since the first commit: ${[...perSecond].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`).join(' ')}`);
+  }
   const per = (k: keyof typeof cpu0) => ((cpu1[k] - cpu0[k]) * 1e6 / EVENTS).toFixed(0);
   console.log(`burst: CPU per delivery: workers ${per('workers')} µs, redis server ${per('redis')} µs (all its clients), producer+receiver ${per('bench')} µs `
     + `(load average ${(await import('node:os')).loadavg()[0].toFixed(1)} on ${(await import('node:os')).availableParallelism()} cores)`);

@@ -26,7 +26,7 @@ export class AttemptLog {
   private buf: { row: NewAttempt; done: (err?: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly db: Db, private readonly maxDelayMs = 20, private readonly maxBatch = 500) {}
+  constructor(private readonly db: Db, private readonly maxDelayMs = 5, private readonly maxBatch = 500) {}
 
   record(row: NewAttempt): Promise<void> {
     return new Promise((resolve, reject) => {
