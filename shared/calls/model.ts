@@ -30,6 +30,8 @@ export interface Leg {
   originated_at: string | null;
   answered_at: string | null;
   ended_at: string | null;
+  /** Highest carrier event seq applied to this leg (carriers that number their events). */
+  last_seq?: number;
 }
 
 export type Legs = Partial<Record<LegRole, Leg>>;

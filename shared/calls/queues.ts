@@ -22,7 +22,12 @@ export const JOB_OPTS = {
 };
 
 export interface DialJob { callId: string }
-export interface TimerJob { callId: string; at: number }
+export interface TimerJob { callId: string; at: number; deferred?: boolean }
+
+/** A limit timer that runs this late (the workers were down) first yields to carrier events that were due
+ *  before it: it runs again LATE_TIMER_DEFER_MS later, so a hang-up that happened before the limit wins. */
+export const LATE_TIMER_MS = 250;
+export const LATE_TIMER_DEFER_MS = 2000;
 export interface CommandJob { callId: string }
 
 export class CallQueues {
@@ -44,17 +49,26 @@ export class CallQueues {
     return this.dial.add('dial', { callId } satisfies DialJob, { ...JOB_OPTS, jobId: callId });
   }
 
-  /** Idempotent: one limit timer per call. */
+  /** Idempotent: one limit timer per call. A deadline already past (the answer itself was applied late) yields
+   *  to the carrier events that are still due, as a late timer does. */
   scheduleLimit(callId: string, at: number, now = Date.now()) {
+    if (now - at > LATE_TIMER_MS) return this.deferLimit(callId, at);
     return this.timers.add('limit', { callId, at } satisfies TimerJob,
       { ...JOB_OPTS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
   }
 
+  deferLimit(callId: string, at: number) {
+    return this.timers.add('limit', { callId, at, deferred: true } satisfies TimerJob,
+      { ...JOB_OPTS, jobId: `limit-${callId}-late`, delay: LATE_TIMER_DEFER_MS });
+  }
+
   /** Drops the limit timer of a call that ended first (a timer that is running right now just finds it ended). */
   async cancelLimit(callId: string): Promise<void> {
-    try {
-      await this.timers.remove(`limit-${callId}`);
-    } catch { /* locked: it is running */ }
+    for (const id of [`limit-${callId}`, `limit-${callId}-late`]) {
+      try {
+        await this.timers.remove(id);
+      } catch { /* locked: it is running */ }
+    }
   }
 
   /** Asks the workers to carry out what the call's state calls for (hang up its legs after an API hangup). */

@@ -89,6 +89,10 @@ export interface CarrierEvent {
   reason?: LegEndReason;
   /** When it happened at the carrier (ISO 8601). */
   at: string;
+  /** Optional: this event's position among the leg's events (1, 2, 3, ...) when the carrier knows the order. The
+   *  workers hold back an event whose predecessor has not been applied yet (queued events can be processed out of
+   *  order, e.g. after a restart when several were due at once). Events without seq are applied as they come. */
+  seq?: number;
 }
 
 export interface Carrier {

@@ -79,17 +79,19 @@ export class SandboxCarrier implements Carrier {
 
   private ms(sandboxSeconds: number) { return sandboxSeconds * 1000 * this.timeScale; }
 
-  private event(leg: LegRef, kind: CarrierEventKind, atMs: number, reason?: LegEndReason): CarrierEvent {
-    return { carrier: this.name, callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString() };
+  private event(leg: LegRef, kind: CarrierEventKind, atMs: number, reason?: LegEndReason, seq?: number): CarrierEvent {
+    return { carrier: this.name, callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq };
   }
 
   /** Schedules the leg's script. Repeating it for the same leg id adds nothing (BullMQ drops duplicate job ids
    *  while the first jobs exist; they are kept an hour after completion). */
   async originate(req: OriginateRequest): Promise<void> {
     const t0 = this.now();
+    // Answers and ends are numbered (an end must not overtake its answer); ringing is not: a late ringing is moot.
+    let seq = 0;
     for (const step of sandboxScript(req.number, req.role, req.ringTimeoutSeconds)) {
       const at = t0 + this.ms(step.at);
-      await publishCarrierEvent(this.events, this.event(req, step.kind, at, step.reason),
+      await publishCarrierEvent(this.events, this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
         { delayMs: at - this.now(), dedupId: jobId(req.legId, step.kind) });
     }
   }
@@ -112,7 +114,8 @@ export class SandboxCarrier implements Carrier {
     const connectTalk = talkSeconds(req.connect.number);
     if (!(connectTalk < talkSeconds(req.destination.number))) return;
     const at = Date.parse(req.at) + this.ms(connectTalk);
-    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed'),
+    // After the connect leg's scripted answer (1).
+    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed', 2),
       { delayMs: at - this.now(), dedupId: jobId(req.connect.legId, 'ended') });
   }
 }

@@ -16,13 +16,17 @@ t.test('SIGKILL mid-call, restart: talking, ringing and limit-bound calls all en
   await waitStatus(env, org, talking, 'ANSWERED');
   await waitStatus(env, org, ringing, 'RINGING');
   await waitStatus(env, org, forever, 'ANSWERED');
-  t.equal(await channelsUsed(env, org.organization_id), 4);
+  // Killed while ringing: its answer and its hang-up both fall due while the workers are down, and may then be
+  // taken in either order (numbered events: the hang-up waits for the answer).
+  const overtaken = (await aiCall(env, org, '+14155551234')).body.data.call_id;
+  await eventually(async () => ['RINGING', 'ANSWERED'].includes((await getCall(env, org, overtaken)).status), 10_000, 10);
+  t.equal(await channelsUsed(env, org.organization_id), 5);
 
   await workers!.kill('SIGKILL');
   const killedAt = Date.now();
   await sleep(1500);
   t.equal((await getCall(env, org, talking)).status, 'ANSWERED', 'nothing moves while workers are down');
-  t.equal(await channelsUsed(env, org.organization_id), 4, 'channels still held');
+  t.equal(await channelsUsed(env, org.organization_id), 5, 'channels still held');
   // Stay down past every scripted moment: the hang-up, the ring-out and the call-length limit.
   await sleep(Math.max(0, 7000 - (Date.now() - killedAt)));
 
@@ -32,16 +36,19 @@ t.test('SIGKILL mid-call, restart: talking, ringing and limit-bound calls all en
   t.match(a, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', duration_seconds: 10, picked_up: true });
   const b = await settled(env, org, ringing, 30_000);
   t.match(b, { status: 'NO_ANSWER', failure_code: 'no_answer', failure_category: 'unreachable', duration_seconds: 0 });
+  const o = await settled(env, org, overtaken, 30_000);
+  t.match(o, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', duration_seconds: 10, picked_up: true },
+    'events that fell due together are applied in their order');
   const c = await settled(env, org, forever, 30_000);
   t.match(c, { status: 'COMPLETED', disconnection_reason: 'max_duration_reached', duration_seconds: 60 });
   t.match(c.legs, [{ status: 'ENDED', end_reason: 'local_hangup' }, { status: 'ENDED', end_reason: 'local_hangup' }]);
   await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0, 10_000);
   t.pass('channels released');
 
-  await rx.waitFor(() => [talking, ringing, forever].every((id) => (deliveriesFor(rx, id).call_completed ?? []).length === 1)
+  await rx.waitFor(() => [talking, ringing, forever, overtaken].every((id) => (deliveriesFor(rx, id).call_completed ?? []).length === 1)
     && (deliveriesFor(rx, ringing).call_no_answer ?? []).length === 1);
   await sleep(500);
-  for (const id of [talking, ringing, forever]) {
+  for (const id of [talking, ringing, forever, overtaken]) {
     const d = deliveriesFor(rx, id);
     t.equal(d.call_completed.length, 1, 'one call_completed');
     t.equal(d['phone_call.ended']?.length, 1, 'one phone_call.ended');
