@@ -46,7 +46,9 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
     responses[String(r.response.status)] = {
       description: r.response.description ?? 'Success',
       headers: r.scope ? okHeaders : undefined,
-      ...(r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema) } } } : {}),
+      ...(r.response.contentType
+        ? { content: { [r.response.contentType]: { schema: { type: 'string', contentMediaType: r.response.contentType } } } }
+        : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema) } } } : {}),
     };
     const codes = [...(r.scope ? GENERAL : ['validation_error', 'not_found', 'internal_error'] as ErrorCode[]), ...(r.errors ?? [])];
     if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');

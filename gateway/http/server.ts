@@ -167,7 +167,7 @@ export class HttpGateway {
     let routeLabel = 'unmatched';
     let principal: Principal | null = null;
     let status = 500;
-    let body = '';
+    let body: string | Buffer = '';
     try {
       const match = this.router.match(inc.method, inc.path);
       // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
@@ -210,6 +210,7 @@ export class HttpGateway {
       const deprecation: Deprecation[] = route.deprecated ? [route.deprecated] : [];
       const runHandler = async (): Promise<Reply> => route.handler({
         deps: this.deps, principal: principal!, body: parsedBody, query, params, requestId, headers: inc.headers,
+        baseUrl: this.baseUrl(inc.headers),
         deprecate: (d) => { deprecation.push(d); },
       });
 
@@ -290,7 +291,8 @@ function readBody(res: uWS.HttpResponse, headers: Record<string, string>, done: 
 }
 
 function serialize(r: Reply): StoredResponse {
-  return { status: r.status, body: r.body === undefined ? '' : JSON.stringify(r.body), headers: r.headers ?? {} };
+  const body = r.raw ?? (r.body === undefined ? '' : JSON.stringify(r.body));
+  return { status: r.status, body, headers: r.headers ?? {} };
 }
 
 function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): Reply {

@@ -34,7 +34,10 @@ export interface Deprecation {
 
 export interface Reply {
   status: number;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as is instead of JSON (set content-type in headers); for GET routes such as recordings. */
+  raw?: Buffer;
   headers?: Record<string, string>;
 }
 
@@ -48,6 +51,8 @@ export interface Ctx<B, Q, P> {
   params: P;
   requestId: string;
   headers: Record<string, string>;
+  /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
+  baseUrl: string;
   /** Marks this response deprecated (for deprecated spellings inside a live route). */
   deprecate(d: Deprecation): void;
 }
@@ -65,7 +70,7 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   query?: QS;
   params?: PS;
   /** Success status and schema, for the OpenAPI document. */
-  response: { status: number; schema?: TSchema; description?: string };
+  response: { status: number; schema?: TSchema; description?: string; contentType?: string };
   /** Error codes this route can answer besides the general ones. */
   errors?: ErrorCode[];
   deprecated?: Deprecation;

@@ -4,6 +4,7 @@ import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import { contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
+import { hasRecording, sandboxRecordingWav } from '../../shared/calls/recording.ts';
 import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
@@ -144,11 +145,11 @@ export const callRoutes: Plugin = (routes) => {
     summary: 'Calls of the organization, newest first (order=asc for oldest first).',
     query: Type.Object(PageQuery, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Call), meta: ListMeta }) },
-    handler: async ({ deps, principal, query }) => {
+    handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
       const rows = await listCalls(deps.db, principal.organizationId, page);
       const out = deps.cursors.page('calls', page, rows, (r) => r.id);
-      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard');
+      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
       return { status: 200, body: { data: out.data.map((c) => callView(c, o)), meta: out.meta } };
     },
   });
@@ -157,10 +158,10 @@ export const callRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'One call record.',
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Call }) },
-    handler: async ({ deps, principal, params }) => {
+    handler: async ({ deps, principal, params, baseUrl }) => {
       const call = await getCall(deps.db, principal.organizationId, params.id);
       if (!call) throw notFound(`Call ${params.id}`);
-      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard');
+      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
       return { status: 200, body: { data: callView(call, o) } };
     },
   });
@@ -197,6 +198,29 @@ export const callRoutes: Plugin = (routes) => {
           call_id: call.id, status: t ? 'available' : reason === 'in_progress' ? 'pending' : 'unavailable', reason,
           language: t?.language ?? null, turns: t?.turns ?? [], analysis: t?.analysis ?? null,
         } },
+      };
+    },
+  });
+
+  routes.add({
+    method: 'GET', path: '/v1/calls/{id}/recording', scope: 'recordings:read', tag: 'Calls',
+    summary: 'The call recording as audio/wav (G.711 μ-law, 8 kHz); 404 when the call has none, 403 content_policy_forbidden under a HIPAA content policy.',
+    params: IdParams,
+    response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
+    errors: ['content_policy_forbidden'],
+    handler: async ({ deps, principal, params }) => {
+      const call = await getCall(deps.db, principal.organizationId, params.id);
+      if (!call) throw notFound(`Call ${params.id}`);
+      if (await contentPolicy(deps.db, principal.organizationId) === 'hipaa') {
+        throw new ApiError('content_policy_forbidden',
+          'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
+      }
+      if (!hasRecording(call)) {
+        throw new ApiError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
+      }
+      return {
+        status: 200, raw: sandboxRecordingWav(call),
+        headers: { 'content-type': 'audio/wav', 'content-disposition': `inline; filename="call-${call.id}.wav"` },
       };
     },
   });

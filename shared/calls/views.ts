@@ -2,22 +2,24 @@
 import type { Principal } from '../accounts/principal.ts';
 import type { LegRole } from '../carriers/carrier.ts';
 import { FAILURES, type CallRow, type Leg } from './model.ts';
+import { hasRecording, recordingPath } from './recording.ts';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** Sandbox recordings are placeholders (no audio exists); the reserved .invalid domain says so. */
-export const recordingUrl = (c: Pick<CallRow, 'id' | 'record' | 'picked_up' | 'ended_at' | 'carrier'>) =>
-  c.record && c.picked_up && c.ended_at ? `https://recordings.${c.carrier}.invalid/calls/${c.id}.wav` : null;
+/** Where the call's recording is served (GET /v1/calls/{id}/recording), or null when it has none. */
+export const recordingUrl = (c: CallRow, baseUrl: string) => (hasRecording(c) ? baseUrl + recordingPath(c.id) : null);
 
 export interface ViewOptions {
+  /** Public base URL of the API, for recording_url. */
+  baseUrl: string;
   /** The credential has recordings:read: recording_url is present (null when there is none). */
   recordings: boolean;
   /** The organization pins call content to a HIPAA boundary: recordings are never returned. */
   hipaa: boolean;
 }
 
-export const viewOptions = (p: Principal, contentPolicy: string): ViewOptions =>
-  ({ recordings: p.scopes.has('recordings:read'), hipaa: contentPolicy === 'hipaa' });
+export const viewOptions = (p: Principal, contentPolicy: string, baseUrl: string): ViewOptions =>
+  ({ recordings: p.scopes.has('recordings:read'), hipaa: contentPolicy === 'hipaa', baseUrl });
 
 const ROLES: LegRole[] = ['connect', 'destination'];
 
@@ -51,7 +53,7 @@ export function callView(c: CallRow, o: ViewOptions) {
     ended_at: iso(c.ended_at),
     legs: ROLES.map((r) => c.legs[r]).filter((l): l is Leg => !!l).map(legView),
   };
-  if (o.recordings) v.recording_url = o.hipaa ? null : recordingUrl(c);
+  if (o.recordings) v.recording_url = o.hipaa ? null : recordingUrl(c, o.baseUrl);
   return v;
 }
 

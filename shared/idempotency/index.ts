@@ -8,7 +8,7 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 const LEASE_MS = 60_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
-export interface StoredResponse { status: number; body: string; headers: Record<string, string> }
+export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }
 
 export type Claim =
   | { kind: 'new'; finish(res: StoredResponse): Promise<void> }
@@ -51,7 +51,7 @@ export class IdempotencyStore {
         kind: 'new',
         finish: async (res) => {
           const ok = res.status >= 200 && res.status < 300;
-          await this.finish(recordKey, requestId, ok ? 'store' : 'release', res.status, res.body,
+          await this.finish(recordKey, requestId, ok ? 'store' : 'release', res.status, res.body.toString(),
             JSON.stringify(res.headers), IDEMPOTENCY_RETENTION_MS);
         },
       };

@@ -137,8 +137,9 @@ function sendBody(path: string, body: Buffer, headers: Record<string, string>): 
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: JSON.parse(text), text });
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: JSON.parse(text), text, raw });
       });
     });
     req.on('error', (e) => { if ((e as NodeJS.ErrnoException).code !== 'EPIPE' && (e as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(e); });

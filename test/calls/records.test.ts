@@ -41,13 +41,42 @@ t.test('recording_url only with recordings:read; null without a recording', asyn
   const recorded = (await dial(env, org, '+14155554567', '+14155559999', { record: true })).body.data.call_id;
   const plain = (await dial(env, org, '+14155554567')).body.data.call_id;
   const c = await settled(env, org, recorded);
-  t.match(c.recording_url, new RegExp(`^https://recordings\\.sandbox\\.invalid/calls/${recorded}\\.wav$`));
+  t.equal(c.recording_url, `${env.url}/v1/calls/${recorded}/recording`);
   t.equal((await settled(env, org, plain)).recording_url, null);
+
+  // The URL serves the recording: a μ-law WAV exactly as long as the talk time, speech where the transcript has turns.
+  const wav = await env.request('GET', `/v1/calls/${recorded}/recording`, { key: org.api_key });
+  t.equal(wav.status, 200);
+  t.equal(wav.headers['content-type'], 'audio/wav');
+  const a = wav.raw;
+  t.equal(a.toString('ascii', 0, 4), 'RIFF');
+  t.equal(a.toString('ascii', 8, 12), 'WAVE');
+  t.equal(a.readUInt16LE(20), 7, 'μ-law');
+  t.equal(a.readUInt32LE(24), 8000, '8 kHz');
+  t.equal(a.toString('ascii', 50, 54), 'data');
+  const data = a.subarray(58);
+  t.equal(data.length, a.readUInt32LE(54));
+  t.equal(data.length, c.duration_seconds * 8000, 'lasts the talk time');
+  // Turns (sandbox bridge script): callee "Hello?" at 0 s, caller at 2 s, callee at 6 s, caller at 8 s (22 characters,
+  // about 1.4 s of speech); 0xff is μ-law silence.
+  const voiced = (from: number, to: number) => data.subarray(from * 8000, to * 8000).some((b) => b !== 0xff);
+  t.equal(c.duration_seconds, 10);
+  t.ok(voiced(0, 0.3), 'the callee speaks first');
+  t.notOk(voiced(0.5, 2), 'a pause before the caller answers');
+  t.ok(voiced(2, 2.5), 'then the caller');
+  t.ok(voiced(8, 9), 'the last turn');
+  t.notOk(voiced(9.5, 10), 'silence after the last turn until the call ends');
+  const none = await env.request('GET', `/v1/calls/${plain}/recording`, { key: org.api_key });
+  t.equal(none.status, 404);
+  t.equal(none.body.error.code, 'not_found');
   const noRec = await env.createKey({ organizationId: org.organization_id, userId: org.user_id, scopes: ['calls:read'] });
   const r = await env.request('GET', `/v1/calls/${recorded}`, { key: noRec.apiKey });
   t.notOk('recording_url' in r.body.data, 'absent without the recordings scope');
   const list = await env.request('GET', '/v1/calls', { key: noRec.apiKey });
   t.ok(list.body.data.every((x: any) => !('recording_url' in x)));
+  const denied = await env.request('GET', `/v1/calls/${recorded}/recording`, { key: noRec.apiKey });
+  t.equal(denied.status, 403);
+  t.equal(denied.body.error.code, 'scope_missing');
 });
 
 t.test('transcripts: AI greeting and scripted exchange with analysis; unavailable, pending; scope', async (t) => {
@@ -103,4 +132,7 @@ t.test('HIPAA content policy: transcripts 403 content_policy_forbidden, recordin
   t.equal(c.body.data.recording_url, null, 'not returned even with recordings:read');
   const list = await env.request('GET', '/v1/calls', { key: org.api_key });
   t.equal(list.body.data[0].recording_url, null);
+  const audio = await env.request('GET', `/v1/calls/${id}/recording`, { key: org.api_key });
+  t.equal(audio.status, 403);
+  t.equal(audio.body.error.code, 'content_policy_forbidden');
 });
