@@ -7,7 +7,7 @@ import { subscribe } from '../webhooks/helpers.ts';
 // The phone-number lifecycle end to end through the real workers: purchase -> PROVISIONING -> ACTIVE with
 // number_purchased, release with number_released, and the "held by one organization" rule.
 const env = await testEnv(t, { env: { WEBHOOK_ALLOW_INSECURE: '1', SANDBOX_TIME_SCALE: '0.01', WEBHOOK_RETRY_SCALE: '0.01' } });
-const workers = env.spawn('workers', { LOG_LEVEL: 'info' }); // the ready line is logged at info
+const workers = env.spawn('workers');
 await workers.ready();
 const rx = await startReceiver(t);
 

@@ -17,7 +17,7 @@ const channels = new ChannelAccounts(env.redis, keyer(env.config.redisPrefix));
 t.test('200 concurrent dials against a channel limit of 10', async (t) => {
   const org = await callOrg(env, { channel_limit: 10 });
   // A second gateway process: admission is atomic across replicas, not only within one.
-  const gw2 = env.spawn('gateway', { LOG_LEVEL: 'info' });
+  const gw2 = env.spawn('gateway');
   await gw2.ready();
   const url2 = /"url":"([^"]+)"/.exec(gw2.output)![1];
 

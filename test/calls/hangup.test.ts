@@ -49,7 +49,7 @@ t.test('QUEUED (nothing originated yet): every mode cancels; repeats return the 
   }
   t.equal(await channelsUsed(env, org.organization_id), 0, 'channels released synchronously');
   // The dial jobs of the canceled calls run once workers are up and dial nothing.
-  const workers = env.spawn('workers', { LOG_LEVEL: 'info' });
+  const workers = env.spawn('workers');
   await workers.ready();
   // The webhooks (the relay runs in workers): call_completed and phone_call.ended, no disposition.
   await rx.waitFor(() => Object.values(ids).every((id) => Object.keys(deliveriesFor(rx, id)).length === 3));

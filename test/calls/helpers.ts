@@ -13,7 +13,7 @@ export async function callEnv(t: TapLike, extra: Record<string, string> = {}, o:
   const env = await testEnv(t, {
     env: { SANDBOX_TIME_SCALE: '0.01', WEBHOOK_ALLOW_INSECURE: '1', WEBHOOK_RETRY_SCALE: '0.01', ...extra },
   });
-  const workers = o.workers === false ? null : env.spawn('workers', { LOG_LEVEL: 'info' });
+  const workers = o.workers === false ? null : env.spawn('workers');
   await workers?.ready();
   return { env, workers };
 }

@@ -30,7 +30,7 @@ t.test('SIGKILL mid-call, restart: talking, ringing and limit-bound calls all en
   // Stay down past every scripted moment: the hang-up, the ring-out and the call-length limit.
   await sleep(Math.max(0, 7000 - (Date.now() - killedAt)));
 
-  const again = env.spawn('workers', { LOG_LEVEL: 'info' });
+  const again = env.spawn('workers');
   await again.ready();
   const a = await settled(env, org, talking, 30_000);
   t.match(a, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', duration_seconds: 10, picked_up: true });

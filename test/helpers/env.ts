@@ -29,7 +29,7 @@ export interface EnvOptions {
   env?: Record<string, string>;
 }
 
-export interface Response<T = any> { status: number; headers: Record<string, string>; body: T; text: string }
+export interface Response<T = any> { status: number; headers: Record<string, string>; body: T; text: string; raw: Buffer }
 
 export interface RequestOptions {
   key?: string | null;
@@ -66,7 +66,8 @@ export class TestEnv {
   /** Starts one Procfile process (node --import tsx <proc>/main.ts) with this file's environment. */
   spawn(proc: 'gateway' | 'signaling' | 'media' | 'workers', extra: Record<string, string> = {}): Proc {
     const child = spawn(process.execPath, ['--import', 'tsx', `${proc}/main.ts`], {
-      cwd: ROOT, env: { ...process.env, ...this.env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'],
+      // At info so ready() sees the ready line; the output stays in memory unless a test prints it.
+      cwd: ROOT, env: { ...process.env, ...this.env, LOG_LEVEL: 'info', ...extra }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.children.add(child);
     const p = new Proc(child);
@@ -151,10 +152,11 @@ export function httpCall<T = any>(base: string, method: string, path: string, o:
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString('utf8');
         let body: any = text;
         try { body = text ? JSON.parse(text) : undefined; } catch { /* not JSON */ }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body, text });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body, text, raw });
       });
     });
     req.on('error', reject);

@@ -7,7 +7,7 @@ import { emit, sleep, subscribe } from './helpers.ts';
 const env = await testEnv(t, {
   env: { WEBHOOK_ALLOW_INSECURE: '1', SANDBOX_TIME_SCALE: '0.01', WEBHOOK_RETRY_SCALE: '0.01', WEBHOOK_TIMEOUT_MS: '1000' },
 });
-const workers = env.spawn('workers', { LOG_LEVEL: 'info' }); // the ready line is logged at info
+const workers = env.spawn('workers');
 await workers.ready();
 const rx = await startReceiver(t);
 

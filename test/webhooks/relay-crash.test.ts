@@ -14,7 +14,7 @@ import { sleep, subscribe } from './helpers.ts';
 t.setTimeout(360_000);
 const env = await testEnv(t, { env: { WEBHOOK_ALLOW_INSECURE: '1', SANDBOX_TIME_SCALE: '0.01', WEBHOOK_RETRY_SCALE: '0.01' } });
 const rx = await startReceiver(t);
-const spawnWorkers = (extra: Record<string, string> = {}) => env.spawn('workers', { LOG_LEVEL: 'info', ...extra });
+const spawnWorkers = (extra: Record<string, string> = {}) => env.spawn('workers', extra);
 
 type TT = Pick<typeof t, 'equal' | 'same'>;
 const events = new pgp.helpers.ColumnSet(['id', 'organization_id', 'event_type', 'data:json'], { table: 'events' });

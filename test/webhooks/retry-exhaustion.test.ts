@@ -7,7 +7,7 @@ import { emit, sleep, subscribe } from './helpers.ts';
 // The whole retry schedule, compressed 10,000 times (WEBHOOK_RETRY_SCALE=0.0001: about 8 s instead of 22.75 h):
 // 14 attempts with the same webhook-id and doubling gaps, then the delivery is marked failed.
 const env = await testEnv(t, { env: { WEBHOOK_ALLOW_INSECURE: '1', WEBHOOK_RETRY_SCALE: '0.0001' } });
-const workers = env.spawn('workers', { LOG_LEVEL: 'info' });
+const workers = env.spawn('workers');
 await workers.ready();
 const rx = await startReceiver(t);
 

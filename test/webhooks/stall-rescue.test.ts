@@ -35,7 +35,7 @@ t.test('a delivery failed for stalling twice is retried and arrives', async (t) 
   await grabber.close();
   grabberConnection.disconnect();
 
-  const workers = env.spawn('workers', { LOG_LEVEL: 'info' });
+  const workers = env.spawn('workers');
   await workers.ready();
   const [req] = await rx.waitForCount(1, { path: '/stalled', timeoutMs: 60_000 });
   t.equal(req.webhookId, webhookId);
