@@ -3,7 +3,7 @@ import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
-import { contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
+import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording, sandboxRecordingWav } from '../../shared/calls/recording.ts';
 import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
@@ -183,12 +183,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     errors: ['content_policy_forbidden'],
     handler: async ({ deps, principal, params }) => {
-      const call = await getCall(deps.db, principal.organizationId, params.id);
-      if (!call) throw notFound(`Call ${params.id}`);
-      if (await contentPolicy(deps.db, principal.organizationId) === 'hipaa') {
-        throw new ApiError('content_policy_forbidden',
-          'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
-      }
+      const call = await callForContent(deps.db, principal.organizationId, params.id);
       const t = call.transcript as { language: string; turns: unknown[]; analysis: unknown } | null;
       const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered'
         : call.type === 'bridge' && !call.record ? 'not_recorded' : 'not_available';
@@ -209,12 +204,7 @@ export const callRoutes: Plugin = (routes) => {
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
     errors: ['content_policy_forbidden'],
     handler: async ({ deps, principal, params }) => {
-      const call = await getCall(deps.db, principal.organizationId, params.id);
-      if (!call) throw notFound(`Call ${params.id}`);
-      if (await contentPolicy(deps.db, principal.organizationId) === 'hipaa') {
-        throw new ApiError('content_policy_forbidden',
-          'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
-      }
+      const call = await callForContent(deps.db, principal.organizationId, params.id);
       if (!hasRecording(call)) {
         throw new ApiError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
       }

@@ -1,6 +1,7 @@
 // Call rows in Postgres. Every change of a call is one transaction that locks its row (SELECT ... FOR UPDATE), runs
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
+import { ApiError, notFound } from '../errors.ts';
 import { pgp, type Db } from '../db.ts';
 import { eventsInsertSql, wakeRelay } from './events.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -117,4 +118,16 @@ export async function listCalls(db: Db, organizationId: string, p: PageParams): 
 export async function contentPolicy(db: Db, organizationId: string): Promise<string> {
   const r = await db.one('SELECT content_policy FROM organizations WHERE id = $1', [organizationId]);
   return r.content_policy;
+}
+
+/** A call of the organization whose content (transcript, recording, analysis) may be returned: not_found for an
+ *  unknown or foreign call, content_policy_forbidden when the organization pins content to a HIPAA boundary. */
+export async function callForContent(db: Db, organizationId: string, id: string): Promise<CallRow> {
+  const call = await getCall(db, organizationId, id);
+  if (!call) throw notFound(`Call ${id}`);
+  if (await contentPolicy(db, organizationId) === 'hipaa') {
+    throw new ApiError('content_policy_forbidden',
+      'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
+  }
+  return call;
 }
