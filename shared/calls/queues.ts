@@ -22,12 +22,14 @@ export const JOB_OPTS = {
 };
 
 export interface DialJob { callId: string }
-export interface TimerJob { callId: string; at: number; deferred?: boolean }
+export interface TimerJob { callId: string; at: number; deferred?: boolean; deferrals?: number }
 
 /** A limit timer that runs this late (the workers were down) first yields to carrier events that were due
- *  before it: it runs again LATE_TIMER_DEFER_MS later, so a hang-up that happened before the limit wins. */
+ *  before it: it runs again LATE_TIMER_DEFER_MS later, so a hang-up that happened before the limit wins. While the
+ *  carrier still reports such events pending it defers again, at most LATE_TIMER_MAX_DEFERRALS times. */
 export const LATE_TIMER_MS = 250;
 export const LATE_TIMER_DEFER_MS = 2000;
+export const LATE_TIMER_MAX_DEFERRALS = 30;
 export interface CommandJob { callId: string }
 
 export class CallQueues {
@@ -57,9 +59,10 @@ export class CallQueues {
       { ...JOB_OPTS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
   }
 
-  deferLimit(callId: string, at: number) {
-    return this.timers.add('limit', { callId, at, deferred: true } satisfies TimerJob,
-      { ...JOB_OPTS, jobId: `limit-${callId}-late`, delay: LATE_TIMER_DEFER_MS });
+  deferLimit(callId: string, at: number, deferrals = 1) {
+    // A new id per deferral: the job that defers is still running, so its own id is taken.
+    return this.timers.add('limit', { callId, at, deferred: true, deferrals } satisfies TimerJob,
+      { ...JOB_OPTS, jobId: deferrals === 1 ? `limit-${callId}-late` : `limit-${callId}-late-${deferrals}`, delay: LATE_TIMER_DEFER_MS });
   }
 
   /** Drops the limit timer of a call that ended first (a timer that is running right now just finds it ended). */

@@ -105,6 +105,10 @@ export interface Carrier {
   originate(req: OriginateRequest): Promise<void>;
   hangup(leg: LegRef): Promise<void>;
   bridge(req: BridgeRequest): Promise<void>;
+  /** Whether events of these legs that happened at or before `atMs` are still waiting to be applied (a backlog
+   *  after the workers were down). A late call-length timer yields to them so the call ends the way it really did.
+   *  Optional: carriers that cannot tell are given a fixed grace period instead. */
+  hasPendingEventsBefore?(legIds: string[], atMs: number): Promise<boolean>;
 }
 
 /** Job options of carrier events: kept a while after completion so a repeated event with the same job id is

@@ -107,6 +107,19 @@ export class SandboxCarrier implements Carrier {
       { dedupId: jobId(leg.legId, 'ended') });
   }
 
+  /** Looks the legs' scripted events up by their deterministic job ids. */
+  async hasPendingEventsBefore(legIds: string[], atMs: number): Promise<boolean> {
+    for (const id of legIds) {
+      for (const kind of ['answered', 'ended'] as const) {
+        const job = await this.events.getJob(jobId(id, kind));
+        if (!job || Date.parse((job.data as CarrierEvent).at) > atMs) continue;
+        const state = await job.getState();
+        if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return true;
+      }
+    }
+    return false;
+  }
+
   /** Conversation starts: the staff phone talks for its scripted time from here. When both parties would hang up
    *  at the same moment the called party goes first, so only a connect leg that outlasts the destination's script
    *  schedules its own hang-up. */
