@@ -17,6 +17,7 @@ await runProcess(log, async () => {
   const deps: WorkerDeps = { config, db, redis, key: keyer(config.redisPrefix), log };
   const workers = PROCESSORS.map((p) => {
     const w = new Worker(p.queue, (job) => p.process(job, deps), {
+      ...p.workerOptions,
       connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix, concurrency: p.concurrency,
     });
     w.on('failed', (job, err) => log.warn({ queue: p.queue, job: job?.id, err: err.message }, 'job failed'));

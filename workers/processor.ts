@@ -1,4 +1,4 @@
-import type { Job } from 'bullmq';
+import type { Job, WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../shared/config.ts';
@@ -18,6 +18,8 @@ export interface WorkerDeps {
 export interface Processor<D = unknown> {
   queue: string;
   concurrency: number;
+  /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner. */
+  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
   process(job: Job<D>, deps: WorkerDeps): Promise<unknown>;
 }
 
