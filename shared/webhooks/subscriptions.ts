@@ -2,6 +2,7 @@ import type { Db, Tx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
 import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
+import type { NewAttempt } from './attempt-log.ts';
 import { isSubscribable, SUBSCRIBABLE_EVENT_TYPES } from './event-types.ts';
 import { newSigningSecret } from './signing.ts';
 import { checkWebhookUrl } from './url-guard.ts';
@@ -114,20 +115,8 @@ export async function matchingSubscriptions(tx: Tx, pairs: { organizationId: str
     [pairs.map((p) => p.organizationId), pairs.map((p) => p.eventType)]);
 }
 
-export interface AttemptRow {
-  id: number;
-  subscription_id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  outcome: 'succeeded' | 'retrying' | 'failed';
-  response_status: number | null;
-  latency_ms: number;
-  error: string | null;
-  attempted_at: Date;
-  next_attempt_at: Date | null;
-}
+/** A logged delivery attempt as read back (the row written from a NewAttempt). */
+export type AttemptRow = Omit<NewAttempt, 'organization_id'> & { id: number };
 
 export function attemptView(r: AttemptRow) {
   return {
