@@ -10,8 +10,7 @@
 // The receiver is a minimal keep-alive HTTP server in this process that notes the webhook-id header and answers
 // 204 (a real receiver's own work is not ours to measure). Figures are printed, never asserted. Compare runs on the same machine: these machines are shared.
 import { parseArgs } from 'node:util';
-import { pgp } from '../shared/db.ts';
-import { EVENTS_CHANNEL } from '../shared/events/outbox.ts';
+import { eventsInsertSql, wakeRelay } from '../shared/events/outbox.ts';
 import { uuidv7 } from '../shared/ids.ts';
 import { createSubscription } from '../shared/webhooks/subscriptions.ts';
 import { readFileSync } from 'node:fs';
@@ -55,16 +54,13 @@ const port = (server.address() as { port: number }).port;
 const org = await env.bootstrap({ numbers: 0 });
 const sub = await createSubscription(env.db, org.organization_id, { webhook_url: `http://127.0.0.1:${port}/bench`, event_type: 'call_completed' }, true);
 
-const columns = new pgp.helpers.ColumnSet(['id', 'organization_id', 'event_type', 'data:json'], { table: 'events' });
 async function commitBatch(n: number, tag: string): Promise<void> {
   const rows = Array.from({ length: n }, (_, i) => ({
-    id: uuidv7(), organization_id: org.organization_id, event_type: 'call_completed',
+    id: uuidv7(), organizationId: org.organization_id, eventType: 'call_completed',
     data: { id: `${tag}-${i}`, from_number: '+14155550100', to_number: '+14155550199', direction: 'outbound', status: 'COMPLETED', duration_seconds: 10 },
   }));
-  await env.db.tx(async (tx) => {
-    await tx.none(pgp.helpers.insert(rows, columns));
-    await tx.none(`NOTIFY ${EVENTS_CHANNEL}`);
-  });
+  await env.db.none(eventsInsertSql(rows)); // one statement: one transaction
+  wakeRelay(env.db);
   const now = performance.timeOrigin + performance.now();
   for (const r of rows) committedAt.set(deliveryId(r.id, sub.id), now);
 }

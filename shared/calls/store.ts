@@ -3,7 +3,8 @@
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
 import { ApiError, notFound } from '../errors.ts';
 import { pgp, type Db } from '../db.ts';
-import { eventsInsertSql, wakeRelay } from './events.ts';
+import { isUuid } from '../ids.ts';
+import { eventsInsertSql, wakeRelay } from '../events/outbox.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import { spendDay } from './limits.ts';
 import { step, type Input, type Step } from './machine.ts';
@@ -11,8 +12,6 @@ import type { CallRow } from './model.ts';
 import { buildTranscript } from './transcript.ts';
 import { callEventPayload, endEvents } from './views.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string) => UUID.test(s);
 
 export type NewCall = Pick<CallRow,
   'id' | 'organization_id' | 'api_key_id' | 'user_id' | 'type' | 'from_number' | 'to_number' | 'connect_number'

@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { parseE164 } from '../phone/e164.ts';
 import { availableSandboxNumbers, isSandboxInventoryNumber, SANDBOX_AREA_CODES } from './inventory.ts';
 import { cnamFrom, insertPhoneNumber, phoneNumberView, type PhoneNumberRow } from './records.ts';
@@ -107,7 +107,7 @@ export async function purchaseNumber(db: Db, who: { organizationId: string; user
 /** The carrier finished provisioning: PROVISIONING -> ACTIVE and number_purchased, in one transaction. Returns null
  *  when there is nothing to do (already active, or released meanwhile), so a repeated job is harmless. */
 export async function activateNumber(db: Db, id: number): Promise<LifecycleRow | null> {
-  return db.tx('activate-number', async (tx) => {
+  const row = await db.tx('activate-number', async (tx) => {
     const row = await tx.oneOrNone<LifecycleRow>(
       `UPDATE phone_numbers SET status = 'ACTIVE', activated_at = now(), reputation_enrolled_at = coalesce(reputation_enrolled_at, now())
         WHERE id = $1 AND status = 'PROVISIONING' RETURNING *`, [id]);
@@ -115,11 +115,13 @@ export async function activateNumber(db: Db, id: number): Promise<LifecycleRow |
     await recordEvent(tx, { organizationId: row.organization_id, eventType: 'number_purchased', data: lifecycleRecord(row) });
     return row;
   });
+  if (row) wakeRelay(db);
+  return row;
 }
 
 /** Releases a held number (provisioning or active): RELEASED with released_at, number_released; the row is kept. */
 export async function releaseNumber(db: Db, organizationId: string, id: number): Promise<LifecycleRow> {
-  return db.tx('release-number', async (tx) => {
+  const row = await db.tx('release-number', async (tx) => {
     const row = await tx.oneOrNone<LifecycleRow>(
       `UPDATE phone_numbers SET status = 'RELEASED', released_at = now()
         WHERE id = $1 AND organization_id = $2 AND status <> 'RELEASED' RETURNING *`, [id, organizationId]);
@@ -127,6 +129,8 @@ export async function releaseNumber(db: Db, organizationId: string, id: number):
     await recordEvent(tx, { organizationId, eventType: 'number_released', data: lifecycleRecord(row) });
     return row;
   });
+  wakeRelay(db);
+  return row;
 }
 
 /** One of the organization's numbers, released ones included (history). */

@@ -1,5 +1,5 @@
 // Small helpers shared by the webhook test files.
-import { recordEvent } from '../../shared/events/outbox.ts';
+import { recordEvent, wakeRelay } from '../../shared/events/outbox.ts';
 import type { TestEnv } from '../helpers/env.ts';
 
 export async function subscribe(env: TestEnv, key: string, webhook_url: string, event_type: string, extra: Record<string, string> = {}) {
@@ -9,8 +9,10 @@ export async function subscribe(env: TestEnv, key: string, webhook_url: string, 
 }
 
 /** Commits one event through the outbox, as a producer would; returns its id. */
-export function emit(env: TestEnv, organizationId: string, eventType: string, data: Record<string, unknown>): Promise<string> {
-  return env.db.tx((tx) => recordEvent(tx, { organizationId, eventType, data }));
+export async function emit(env: TestEnv, organizationId: string, eventType: string, data: Record<string, unknown>): Promise<string> {
+  const id = await env.db.tx((tx) => recordEvent(tx, { organizationId, eventType, data }));
+  wakeRelay(env.db);
+  return id;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

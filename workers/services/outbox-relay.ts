@@ -5,7 +5,7 @@ import { relayBatch } from '../../shared/webhooks/relay.ts';
 import type { Service, WorkerDeps } from '../processor.ts';
 
 // The outbox relay: committed `events` rows -> one webhook-delivery job per matching subscription. Woken by
-// NOTIFY ol_events (sent on commit by recordEvent) and by a poll every POLL_MS, so a lost notification or a
+// NOTIFY ol_events (sent after each commit by wakeRelay) and by a poll every POLL_MS, so a lost notification or a
 // dropped LISTEN connection only delays. Batches run back to back while the backlog lasts. Any number of relays
 // (replicas) may run: rows are claimed with FOR UPDATE SKIP LOCKED. See shared/webhooks/relay.ts for why a crash
 // between enqueue and commit neither loses nor duplicates a delivery.
