@@ -7,6 +7,7 @@ import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
+import { isUuid } from '../shared/ids.ts';
 import { isE164 } from '../shared/phone/e164.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts';
@@ -21,7 +22,6 @@ const USAGE = `usage:
   admin org limits --org <id> [--channels <n>] [--calls-per-minute <n>] [--daily-spend-cap-cents <n>] [--allow-countries <csv>|none] [--max-call-minutes <n>] [--content-policy standard|hipaa]
   admin number limits --org <id> --number <e164> --max-call-minutes <n>|default`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function parse(args: string[], options: ParseArgsConfig['options']) {
   try {
@@ -92,7 +92,7 @@ async function main(argv: string[]): Promise<unknown> {
       org: { type: 'string' }, scopes: { type: 'string' }, 'no-user': { type: 'boolean' }, demo: { type: 'boolean' },
       'allowed-from': { type: 'string' }, 'allowed-to': { type: 'string' }, 'rate-limit': { type: 'string' },
     });
-    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
     const scopes = scopesOf(o.scopes);
     const allowedFrom = numbers(o['allowed-from'], '--allowed-from');
     const allowedTo = numbers(o['allowed-to'], '--allowed-to');
@@ -113,7 +113,7 @@ async function main(argv: string[]): Promise<unknown> {
   }
   if (cmd === 'key' && sub === 'revoke') {
     const o = parse(rest, { 'key-id': { type: 'string' } });
-    if (!o['key-id'] || !UUID.test(String(o['key-id']))) throw new UsageError('--key-id <id> is required (a uuid)');
+    if (!o['key-id'] || !isUuid(String(o['key-id']))) throw new UsageError('--key-id <id> is required (a uuid)');
     await prepareDatabase(config);
     const db = createDb(config.databaseUrl, 2);
     const redis = createRedis(config.redisUrl);
@@ -132,7 +132,7 @@ async function main(argv: string[]): Promise<unknown> {
       'daily-spend-cap-cents': { type: 'string' }, 'allow-countries': { type: 'string' }, 'max-call-minutes': { type: 'string' },
       'content-policy': { type: 'string' },
     });
-    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
     const opt = (name: string, range: readonly [number, number]) =>
       (o[name] === undefined ? undefined : count(o[name], `--${name}`, range[0], range[1], 0));
     const patch: LimitsPatch = {
@@ -160,7 +160,7 @@ async function main(argv: string[]): Promise<unknown> {
   }
   if (cmd === 'number' && sub === 'limits') {
     const o = parse(rest, { org: { type: 'string' }, number: { type: 'string' }, 'max-call-minutes': { type: 'string' } });
-    if (!o.org || !UUID.test(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
     if (!o.number || !isE164(String(o.number))) throw new UsageError('--number <e164> is required (an E.164 number)');
     if (o['max-call-minutes'] === undefined) throw new UsageError('--max-call-minutes <n>|default is required');
     const minutes = o['max-call-minutes'] === 'default'

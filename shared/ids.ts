@@ -23,6 +23,10 @@ export function randomToken(length: number): string {
 export const sha256 = (s: string) => createHash('sha256').update(s).digest();
 export const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A syntactically valid UUID (any version): ids from outside are checked before they reach a uuid column. */
+export const isUuid = (s: string) => UUID.test(s);
+
 export const newApiKey = () => API_KEY_PREFIX + randomToken(40);
 // Request ids: a random per-process prefix and a counter. Unique across processes and restarts (the prefix has
 // ~71 bits) without spending random bytes on every request, which showed up in the gateway profile.

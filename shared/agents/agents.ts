@@ -1,6 +1,6 @@
 import type { Db } from '../db.ts';
 import { notFound } from '../errors.ts';
-import { uuidv7 } from '../ids.ts';
+import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 
 // Voice agents: the configuration an AI outbound call (POST /v1/calls) speaks with. Deleting an agent keeps its
@@ -32,8 +32,6 @@ export const agentView = (a: AgentRow) => ({
   updated_at: a.updated_at.toISOString(),
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function createAgent(db: Db, organizationId: string, a: AgentInput): Promise<AgentRow> {
   return db.one(
     `INSERT INTO agents (id, organization_id, name, greeting, prompt, voice) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
@@ -41,11 +39,15 @@ export async function createAgent(db: Db, organizationId: string, a: AgentInput)
   );
 }
 
-/** An agent of the organization that is not deleted; another organization's agent is not found. */
+/** An agent of the organization that is not deleted, or null (another organization's agent included). */
+export async function findAgent(db: Db, organizationId: string, id: string): Promise<AgentRow | null> {
+  if (!isUuid(id)) return null;
+  return db.oneOrNone('SELECT * FROM agents WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+}
+
+/** findAgent, or not_found. */
 export async function getAgent(db: Db, organizationId: string, id: string): Promise<AgentRow> {
-  const row = UUID.test(id)
-    ? await db.oneOrNone('SELECT * FROM agents WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId])
-    : null;
+  const row = await findAgent(db, organizationId, id);
   if (!row) throw notFound(`Agent ${id}`);
   return row;
 }

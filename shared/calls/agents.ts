@@ -1,11 +1,10 @@
 // The agent an AI call speaks with: a saved agent (agents table, by id) or inline settings. The call keeps a copy,
 // so editing or deleting the agent later does not change calls already placed.
+import { DEFAULT_VOICE, findAgent } from '../agents/agents.ts';
 import type { Db } from '../db.ts';
 import { validationError } from '../errors.ts';
 import type { AgentSettings } from './model.ts';
-import { isUuid } from './store.ts';
 
-export const DEFAULT_AGENT_VOICE = 'neutral';
 export const DEFAULT_AGENT_NAME = 'Assistant';
 
 export interface InlineAgent { name?: string; greeting: string; prompt?: string; voice?: string }
@@ -16,14 +15,10 @@ export async function resolveAgent(db: Db, organizationId: string, agentId: stri
   }
   if (inline) {
     return { id: null, name: inline.name ?? DEFAULT_AGENT_NAME, greeting: inline.greeting, prompt: inline.prompt ?? '',
-      voice: inline.voice ?? DEFAULT_AGENT_VOICE };
+      voice: inline.voice ?? DEFAULT_VOICE };
   }
   if (agentId === undefined) throw validationError({ agent_id: 'is required (or inline settings in agent)' });
-  const row = isUuid(agentId)
-    ? await db.oneOrNone<AgentSettings>(
-      'SELECT id, name, greeting, prompt, voice FROM agents WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
-      [agentId, organizationId])
-    : null;
+  const row = await findAgent(db, organizationId, agentId);
   if (!row) throw validationError({ agent_id: 'is not an agent of your organization' });
-  return row;
+  return { id: row.id, name: row.name, greeting: row.greeting, prompt: row.prompt, voice: row.voice };
 }
