@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
@@ -9,9 +9,8 @@ import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Deprecation, Plugin } from '../http/types.ts';
-import { ListMeta } from './schemas.ts';
+import { ListMeta, Nullable } from './schemas.ts';
 
-const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 const Number164 = (description: string, extra: Record<string, unknown> = {}) => Type.String({ description, ...extra });
 const Ts = Type.String({ format: 'date-time' });
 

@@ -6,8 +6,8 @@ import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
 import { PhoneNumber } from './phone-numbers.ts';
+import { Nullable } from './schemas.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
   status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')]),

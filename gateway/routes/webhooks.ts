@@ -5,9 +5,8 @@ import {
   attemptView, createSubscription, deleteSubscription, getSubscription, listAttempts, listSubscriptions, subscriptionView,
 } from '../../shared/webhooks/subscriptions.ts';
 import type { Plugin } from '../http/types.ts';
-import { ListMeta } from './schemas.ts';
+import { ListMeta, Nullable } from './schemas.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const Subscription = Type.Object({
   id: Type.String({ description: 'Fixed prefix whsub_' }),
