@@ -15,7 +15,6 @@ import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
-import { liveKitSettingsFromEnv } from '../shared/carriers/livekit.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
 export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes];
@@ -26,8 +25,6 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Extra areas (tests use this to exercise pipeline features such as deprecation on a route of their own). */
   plugins?: Plugin[];
-  /** Environment for carrier settings (LIVEKIT_*); defaults to process.env. */
-  env?: NodeJS.ProcessEnv;
 }
 
 export interface RunningGateway {
@@ -80,16 +77,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     });
 
   // The production carrier reports call progress through LiveKit webhooks.
-  const closeLiveKit = config.carrier === 'livekit'
-    ? registerLiveKitWebhook(gateway, liveKitSettingsFromEnv(opts.env ?? process.env), redis, config.redisPrefix)
-    : async () => undefined;
+  if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);
 
   const port = await gateway.listen(config.port, config.host);
   return {
     port, url: `http://${config.host}:${port}`, gateway, db, redis,
     close: async () => {
       await gateway.close();
-      await closeLiveKit();
       await redis.quit().catch(() => undefined);
       await db.$pool.end();
     },

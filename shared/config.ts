@@ -1,4 +1,15 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+/** Settings of the production (LiveKit) carrier; present exactly when CARRIER=livekit. */
+export interface LiveKitSettings {
+  /** Server URL, e.g. https://my-project.livekit.cloud */
+  url: string;
+  apiKey: string;
+  apiSecret: string;
+  /** Outbound SIP trunk used for every PSTN leg. */
+  sipTrunkId: string;
+  pricePerMinuteCents: number;
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -21,6 +32,7 @@ export interface Config {
   webhookConcurrency: number;
   sandboxTimeScale: number;
   carrier: 'sandbox' | 'livekit';
+  livekit: LiveKitSettings | null;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -29,6 +41,18 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+/** Reads LIVEKIT_*; throws naming every missing one (CARRIER=livekit needs them all). */
+function liveKitSettings(env: NodeJS.ProcessEnv): LiveKitSettings {
+  const missing = ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET', 'LIVEKIT_SIP_TRUNK_ID'].filter((n) => !env[n]);
+  if (missing.length) throw new Error(`CARRIER=livekit needs ${missing.join(', ')}`);
+  const price = env.LIVEKIT_PRICE_PER_MINUTE_CENTS ? Number(env.LIVEKIT_PRICE_PER_MINUTE_CENTS) : 2;
+  if (!Number.isInteger(price) || price < 0) throw new Error('LIVEKIT_PRICE_PER_MINUTE_CENTS must be a whole number of cents');
+  return {
+    url: env.LIVEKIT_URL!, apiKey: env.LIVEKIT_API_KEY!, apiSecret: env.LIVEKIT_API_SECRET!,
+    sipTrunkId: env.LIVEKIT_SIP_TRUNK_ID!, pricePerMinuteCents: price,
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -55,5 +79,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 200, env) || 200,
     sandboxTimeScale: scale,
     carrier,
+    livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
   };
 }

@@ -1,20 +1,17 @@
-import { Queue } from 'bullmq';
 import { WebhookReceiver } from 'livekit-server-sdk';
-import { CARRIER_EVENTS_QUEUE, publishCarrierEvent } from '../../shared/carriers/carrier.ts';
-import { carrierEventFromWebhook, type LiveKitSettings } from '../../shared/carriers/livekit.ts';
-import type { Redis } from '../../shared/redis.ts';
+import { publishCarrierEvent } from '../../shared/carriers/carrier.ts';
+import { carrierEventFromWebhook } from '../../shared/carriers/livekit.ts';
+import type { LiveKitSettings } from '../../shared/config.ts';
+import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { HttpGateway } from '../http/server.ts';
 
 export const LIVEKIT_WEBHOOK_PATH = '/v1/carriers/livekit/webhook';
 
 /** LiveKit posts room and participant webhooks here (configure this URL in the LiveKit project). The body is
  *  verified with the SDK's receiver (a JWT in Authorization carrying the body's SHA-256); verified events about our
- *  SIP legs become carrier events for the workers' state machine. Returns a close function for the queue. */
-export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings, redis: Redis, prefix: string) {
+ *  SIP legs go on the carrier-events queue of the calls runtime, for the workers' state machine. */
+export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings): void {
   const receiver = new WebhookReceiver(s.apiKey, s.apiSecret);
-  // BullMQ leaves a connection it was handed open on close(), so this one is closed explicitly below.
-  const connection = redis.duplicate({ maxRetriesPerRequest: null });
-  const queue = new Queue(CARRIER_EVENTS_QUEUE, { connection, prefix });
   const json = (status: number, body: unknown) => ({ status, contentType: 'application/json', body: JSON.stringify(body) });
   gateway.addRaw('POST', LIVEKIT_WEBHOOK_PATH, async ({ headers, body }) => {
     let ev;
@@ -26,11 +23,9 @@ export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings,
     }
     const carrierEvent = carrierEventFromWebhook(ev);
     // LiveKit retries a webhook it considers undelivered; its event id keeps a repeat from being queued twice.
-    if (carrierEvent) await publishCarrierEvent(queue, carrierEvent, { dedupId: `lk-${ev.id}` });
+    if (carrierEvent) {
+      await publishCarrierEvent(callRuntime(gateway.deps).queues.carrierEvents, carrierEvent, { dedupId: `lk-${ev.id}` });
+    }
     return json(200, { received: true, mapped: carrierEvent !== null });
   });
-  return async () => {
-    await queue.close();
-    await connection.quit().catch(() => undefined);
-  };
 }

@@ -5,30 +5,8 @@
 // and the webhook mapping are tested against the real SDK talking to a local stand-in HTTP server.
 import { DisconnectReason, ParticipantInfo_Kind, type ParticipantInfo } from '@livekit/protocol';
 import { RoomServiceClient, SipClient, type CreateSipParticipantOptions, type WebhookEvent } from 'livekit-server-sdk';
+import type { LiveKitSettings } from '../config.ts';
 import type { AsyncFailureCode, BridgeRequest, Carrier, CarrierEvent, LegEndReason, LegRef, LegRole, OriginateRequest } from './carrier.ts';
-
-export interface LiveKitSettings {
-  /** Server URL, e.g. https://my-project.livekit.cloud */
-  url: string;
-  apiKey: string;
-  apiSecret: string;
-  /** Outbound SIP trunk used for every PSTN leg. */
-  sipTrunkId: string;
-  pricePerMinuteCents: number;
-}
-
-/** Reads LIVEKIT_* settings; throws naming every missing one (CARRIER=livekit needs them all). */
-export function liveKitSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LiveKitSettings {
-  const need = ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET', 'LIVEKIT_SIP_TRUNK_ID'];
-  const missing = need.filter((n) => !env[n]);
-  if (missing.length) throw new Error(`CARRIER=livekit needs ${missing.join(', ')}`);
-  const price = env.LIVEKIT_PRICE_PER_MINUTE_CENTS ? Number(env.LIVEKIT_PRICE_PER_MINUTE_CENTS) : 2;
-  if (!Number.isInteger(price) || price < 0) throw new Error('LIVEKIT_PRICE_PER_MINUTE_CENTS must be a whole number of cents');
-  return {
-    url: env.LIVEKIT_URL!, apiKey: env.LIVEKIT_API_KEY!, apiSecret: env.LIVEKIT_API_SECRET!,
-    sipTrunkId: env.LIVEKIT_SIP_TRUNK_ID!, pricePerMinuteCents: price,
-  };
-}
 
 export const roomNameFor = (callId: string) => `call-${callId}`;
 

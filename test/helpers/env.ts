@@ -133,7 +133,7 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
   t.teardown(() => te.close());
   if (o.gateway !== false) {
     te.gateway = await startGateway({
-      config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel), env: { ...process.env, ...env },
+      config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel),
     });
   }
   return te;

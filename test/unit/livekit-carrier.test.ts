@@ -6,9 +6,10 @@ import { DisconnectReason, ParticipantInfo, ParticipantInfo_Kind } from '@liveki
 import { AccessToken, TokenVerifier, WebhookEvent, WebhookReceiver } from 'livekit-server-sdk';
 import t from 'tap';
 import {
-  carrierEventFromWebhook, LiveKitCarrier, liveKitSettingsFromEnv, roomNameFor, sipParticipantRequest, sipStatusToOutcome,
+  carrierEventFromWebhook, LiveKitCarrier, roomNameFor, sipParticipantRequest, sipStatusToOutcome,
 } from '../../shared/carriers/livekit.ts';
 import { legId, type OriginateRequest } from '../../shared/carriers/carrier.ts';
+import { loadConfig } from '../../shared/config.ts';
 
 const CALL = '0190a4a4-0000-7000-8000-00000000abcd';
 const KEY = 'APIkey123';
@@ -40,8 +41,9 @@ async function standIn(t: { teardown(fn: () => unknown): void }, answer: (s: See
 }
 
 t.test('settings come from LIVEKIT_* and name what is missing', async (t) => {
-  t.throws(() => liveKitSettingsFromEnv({ LIVEKIT_URL: 'https://x' }), /LIVEKIT_API_KEY, LIVEKIT_API_SECRET, LIVEKIT_SIP_TRUNK_ID/);
-  t.match(liveKitSettingsFromEnv({ LIVEKIT_URL: 'https://x', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: 's', LIVEKIT_SIP_TRUNK_ID: 'ST' }),
+  t.throws(() => loadConfig({ CARRIER: 'livekit', LIVEKIT_URL: 'https://x' }), /LIVEKIT_API_KEY, LIVEKIT_API_SECRET, LIVEKIT_SIP_TRUNK_ID/);
+  t.equal(loadConfig({}).livekit, null, 'the sandbox needs none');
+  t.match(loadConfig({ CARRIER: 'livekit', LIVEKIT_URL: 'https://x', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: 's', LIVEKIT_SIP_TRUNK_ID: 'ST' }).livekit,
     { sipTrunkId: 'ST', pricePerMinuteCents: 2 });
 });
 
