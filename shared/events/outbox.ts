@@ -34,16 +34,18 @@ export async function recordEvent(tx: Tx, e: NewEvent): Promise<string> {
   return id;
 }
 
-const pending = new WeakSet<Db>();
-const WAKE_MS = 5;
+// Per database: whether a NOTIFY is in flight, and whether another wake-up arrived meanwhile.
+const waking = new WeakMap<Db, { again: boolean }>();
 
-/** Wakes the outbox relay after a commit; commits within WAKE_MS share one NOTIFY (at high rates a NOTIFY per
- *  commit would be a query per commit). */
+/** Wakes the outbox relay after a commit. The NOTIFY goes out at once; wake-ups that arrive while it is in flight
+ *  share one more NOTIFY after it, so at high commit rates there is not a query per commit. */
 export function wakeRelay(db: Db): void {
-  if (pending.has(db)) return;
-  pending.add(db);
-  setTimeout(() => {
-    pending.delete(db);
-    db.none(`NOTIFY ${EVENTS_CHANNEL}`).catch(() => undefined);
-  }, WAKE_MS);
+  const w = waking.get(db);
+  if (w) { w.again = true; return; }
+  const state = { again: false };
+  waking.set(db, state);
+  db.none(`NOTIFY ${EVENTS_CHANNEL}`).catch(() => undefined).finally(() => {
+    waking.delete(db);
+    if (state.again) wakeRelay(db);
+  });
 }
