@@ -1,9 +1,22 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import t from 'tap';
 import { dropDatabase } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { readProcfile } from '../../infra/start.ts';
 import { eventually, httpCall, ROOT } from '../helpers/env.ts';
+
+/** Ports the OS reports free right now (all held open together, so they are distinct). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => resolve(s));
+  })));
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
 
 t.test('Procfile parsing', async (t) => {
   t.same(readProcfile('# c\ngateway: node a.ts\n\nworkers:  node --x b.ts\n'), [
@@ -13,10 +26,10 @@ t.test('Procfile parsing', async (t) => {
 
 t.test('npm start runs every Procfile process, prints the URL and a first-run key, stops on SIGTERM', async (t) => {
   const id = randomToken(8).toLowerCase();
-  const base = 20000 + Math.floor(Math.random() * 20000);
+  const [base, signalingPort, mediaPort, workersPort] = await freePorts(4);
   const env = {
     ...process.env, DATABASE_URL: `postgres://127.0.0.1:5432/ol_start_${id}`, REDIS_PREFIX: `olt_start_${id}`,
-    PORT: String(base), SIGNALING_PORT: String(base + 1), MEDIA_PORT: String(base + 2), WORKERS_PORT: String(base + 3),
+    PORT: String(base), SIGNALING_PORT: String(signalingPort), MEDIA_PORT: String(mediaPort), WORKERS_PORT: String(workersPort),
   };
   t.teardown(() => dropDatabase(env.DATABASE_URL));
   const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -36,12 +49,14 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
     t.equal(acct.status, 200);
     t.equal(acct.body.data.organization.name, 'Demo');
     t.equal(acct.body.data.footprint.phone_numbers, 3);
-    for (const p of [base + 1, base + 2, base + 3]) {
+    for (const p of [signalingPort, mediaPort, workersPort]) {
       const h = await httpCall(`http://127.0.0.1:${p}`, 'GET', '/healthz');
       t.equal(h.status, 200, `health endpoint on ${p}`);
     }
+  } catch (err) {
+    t.fail(`npm start did not come up: ${(err as Error).message}\n${out}`);
   } finally {
-    process.kill(-child.pid!, 'SIGTERM');
+    try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* the supervisor already exited */ }
   }
   await exited;
   // npm itself exits on the signal at once; the supervisor and its children keep writing while they stop.
