@@ -1,8 +1,9 @@
 import { Queue } from 'bullmq';
+import { PgListener } from '../../shared/db-listen.ts';
 import { EVENTS_CHANNEL } from '../../shared/events/outbox.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
 import { relayBatch } from '../../shared/webhooks/relay.ts';
-import type { Service, WorkerDeps } from '../processor.ts';
+import type { Service } from '../processor.ts';
 
 // The outbox relay: committed `events` rows -> one webhook-delivery job per matching subscription. Woken by
 // NOTIFY ol_events (sent after each commit by wakeRelay) and by a poll every POLL_MS, so a lost notification or a
@@ -18,8 +19,6 @@ const FAULT = process.env.OUTBOX_RELAY_FAULT;
 const STALLED = 'job stalled more than allowable limit';
 const RESCUE_MS = 30_000;
 
-type Listener = Awaited<ReturnType<WorkerDeps['db']['connect']>>;
-
 export const outboxRelay: Service = {
   name: 'outbox-relay',
   async start(deps) {
@@ -30,27 +29,12 @@ export const outboxRelay: Service = {
     let wake: (() => void) | null = null;
     const poke = () => { notified = true; wake?.(); };
 
-    let listener: Listener | null = null;
-    const listen = async (): Promise<void> => {
-      if (stopped) return;
-      try {
-        const l = await deps.db.connect({ direct: true });
-        l.client.on('notification', poke);
-        l.client.on('error', (err) => {
-          log.warn({ err: err.message }, 'LISTEN connection lost; polling until it is back');
-          listener = null;
-          l.done(true);
-          setTimeout(() => void listen(), POLL_MS);
-        });
-        await l.none('LISTEN $1:name', [EVENTS_CHANNEL]);
-        listener = l;
-        poke(); // anything committed while not listening
-      } catch (err) {
-        log.warn({ err: (err as Error).message }, 'cannot LISTEN; retrying');
-        setTimeout(() => void listen(), POLL_MS);
-      }
-    };
-    await listen();
+    const listener = new PgListener(deps.db, EVENTS_CHANNEL, {
+      onNotify: poke,
+      onUp: poke, // anything committed while not listening
+      onDown: (err) => log.warn({ err: err.message }, 'LISTEN connection lost; polling until it is back'),
+    }, POLL_MS);
+    await listener.start();
 
     const loop = (async () => {
       while (!stopped) {
@@ -94,7 +78,7 @@ export const outboxRelay: Service = {
         clearInterval(rescue);
         wake?.();
         await loop;
-        if (listener) await (listener as Listener).done(true);
+        await listener.stop();
         await queue.close();
       },
     };
