@@ -1,3 +1,4 @@
+import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
 import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import type { Config } from '../shared/config.ts';
@@ -79,11 +80,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);
 
+  const accountWatch = await watchAccountChanges(db, log);
   const port = await gateway.listen(config.port, config.host);
   return {
     port, url: `http://${config.host}:${port}`, gateway, db, redis,
     close: async () => {
       await gateway.close();
+      await accountWatch.stop();
       await redis.quit().catch(() => undefined);
       await db.$pool.end();
     },

@@ -1,14 +1,22 @@
 import type { Db } from '../db.ts';
+import { PgListener } from '../db-listen.ts';
+import type { Logger } from '../log.ts';
 import type { Principal } from './principal.ts';
 
-// GET /v1/account is the hottest authenticated read, so its two parts are fetched differently:
-// - identity (organization name/slug/plan, user email/name) changes rarely and nothing in the API edits it yet: it
-//   is cached per process for a few seconds (single-flight per organization and user). Whatever starts editing
-//   these rows must call forgetAccountIdentity().
-// - the footprint is counted from live rows for every request. Concurrent requests are batched: every request of
-//   one event-loop turn waits for one grouped query that is sent after all of them arrived, so each answer reflects
-//   the rows as they were after its request came in, never a cached count.
-const IDENTITY_TTL_MS = 5_000;
+// GET /v1/account is the hottest authenticated read. Its organization/user part and its footprint are kept in
+// memory per process and dropped when they change: triggers NOTIFY ol_account with the organization id on every
+// change that can alter a snapshot (migration 005), and a process that watches (the gateway) drops that
+// organization's entries when the notice arrives, so a change committed anywhere shows within the notice's
+// latency. A process's own writes show on its very next request (forgetAccount). While the LISTEN connection is
+// down nothing is served from memory: the footprint is counted from live rows, and the identity is kept for a
+// few seconds only.
+//
+// Reads that do reach PostgreSQL are batched: every footprint request of one event-loop turn waits for one
+// grouped query sent after all of them arrived.
+export const ACCOUNT_CHANNEL = 'ol_account';
+const UNWATCHED_IDENTITY_TTL_MS = 5_000;
+const WATCHED_IDENTITY_TTL_MS = 10 * 60_000;
+const MAX_ENTRIES = 100_000;
 
 interface Identity {
   plan: string;
@@ -20,9 +28,15 @@ interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number
 interface Waiter { resolve(f: Footprint): void; reject(e: unknown): void }
 
 class AccountReader {
-  private readonly identities = new Map<string, { value: Promise<Identity>; expires: number }>();
+  private readonly identities = new Map<string, { org: string; value: Promise<Identity>; expires: number }>();
+  private readonly footprints = new Map<string, Footprint>();
   private pending = new Map<string, Waiter[]>();
   private scheduled = false;
+  /** True while a LISTEN on ol_account is in effect: only then is a footprint served from memory. */
+  watched = false;
+  /** Bumped by every change notice: a count that was in flight across one may have read the old rows, so its
+   *  answer is used once but not kept. */
+  private epoch = 0;
 
   constructor(private readonly db: Db) {}
 
@@ -40,17 +54,19 @@ class AccountReader {
       user: row.user_id ? { id: row.user_id, email: row.email, name: row.user_name ?? null } : null,
       organization: { id: row.org_id, name: row.org_name, slug: row.slug },
     }));
-    if (this.identities.size > 10_000) this.identities.clear();
-    this.identities.set(k, { value, expires: now + IDENTITY_TTL_MS });
+    if (this.identities.size >= MAX_ENTRIES) this.identities.clear();
+    // Stored before it resolves, so a change notice that arrives meanwhile drops it (forget) and it is not kept.
+    const ttl = this.watched ? WATCHED_IDENTITY_TTL_MS : UNWATCHED_IDENTITY_TTL_MS;
+    this.identities.set(k, { org: organizationId, value, expires: now + ttl });
     value.catch(() => { if (this.identities.get(k)?.value === value) this.identities.delete(k); });
     return value;
   }
 
-  forget(organizationId: string): void {
-    for (const k of this.identities.keys()) if (k.startsWith(`${organizationId}/`)) this.identities.delete(k);
-  }
-
-  footprint(organizationId: string): Promise<Footprint> {
+  footprint(organizationId: string): Footprint | Promise<Footprint> {
+    if (this.watched) {
+      const hit = this.footprints.get(organizationId);
+      if (hit) return hit;
+    }
     return new Promise((resolve, reject) => {
       let waiters = this.pending.get(organizationId);
       if (!waiters) this.pending.set(organizationId, (waiters = []));
@@ -62,10 +78,25 @@ class AccountReader {
     });
   }
 
+  /** Drops what is kept of one organization. */
+  forget(organizationId: string): void {
+    this.epoch++;
+    this.footprints.delete(organizationId);
+    for (const [k, e] of this.identities) if (e.org === organizationId) this.identities.delete(k);
+  }
+
+  /** Drops everything kept (notices may have been missed). */
+  reset(): void {
+    this.epoch++;
+    this.footprints.clear();
+    this.identities.clear();
+  }
+
   private async flush(): Promise<void> {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
+    const epoch = this.epoch;
     try {
       const rows = await this.db.any({
         name: 'account-footprint',
@@ -76,9 +107,12 @@ class AccountReader {
         values: [[...batch.keys()]],
       });
       const byOrg = new Map(rows.map((r) => [r.organization_id as string, r]));
+      const keep = this.watched && epoch === this.epoch;
+      if (keep && this.footprints.size + batch.size > MAX_ENTRIES) this.footprints.clear();
       for (const [org, waiters] of batch) {
         const r = byOrg.get(org);
         const f = { phone_numbers: r?.phones ?? 0, enrolled_reputation_numbers: r?.enrolled ?? 0 };
+        if (keep) this.footprints.set(org, f);
         for (const w of waiters) w.resolve(f);
       }
     } catch (err) {
@@ -94,20 +128,46 @@ const readerOf = (db: Db) => {
   return r;
 };
 
-/** Drops the cached organization/user part of the snapshots of an organization (call after editing those rows). */
-export function forgetAccountIdentity(db: Db, organizationId: string): void {
+/** Keeps this process's account snapshots in step with the database: LISTENs on ol_account and drops what a
+ *  notice names. Until this runs (and while its connection is down) footprints are counted for every request. */
+export async function watchAccountChanges(db: Db, log: Logger): Promise<{ stop(): Promise<void> }> {
+  const reader = readerOf(db);
+  const listener = new PgListener(db, ACCOUNT_CHANNEL, {
+    onNotify: (organizationId) => reader.forget(organizationId),
+    onUp: () => { reader.reset(); reader.watched = true; },
+    onDown: (err) => {
+      reader.watched = false;
+      reader.reset();
+      log.warn({ err: err.message }, 'account change notices lost; counting footprints live until they are back');
+    },
+  });
+  await listener.start();
+  return {
+    stop: async () => {
+      reader.watched = false;
+      await listener.stop();
+    },
+  };
+}
+
+/** Drops the kept snapshot parts of an organization, so this process's next answer reflects a write it just
+ *  committed (other processes learn of it from the trigger's notice). */
+export function forgetAccount(db: Db, organizationId: string): void {
   readers.get(db)?.forget(organizationId);
 }
 
-/** The organization and user of a credential (cached for a few seconds). */
+/** The organization and user of a credential. */
 export function accountIdentity(db: Db, p: Principal): Promise<Identity> {
   return readerOf(db).identity(p.organizationId, p.userId);
 }
 
-/** The account snapshot of GET /v1/account: exactly the reference's fields, footprint counted from live rows. */
+/** The account snapshot of GET /v1/account: exactly the reference's fields; the footprint reflects live rows. */
 export async function accountSnapshot(db: Db, p: Principal) {
   const reader = readerOf(db);
-  const [id, fp] = await Promise.all([reader.identity(p.organizationId, p.userId), reader.footprint(p.organizationId)]);
+  const kept = reader.footprint(p.organizationId);
+  const [id, fp] = kept instanceof Promise
+    ? await Promise.all([reader.identity(p.organizationId, p.userId), kept])
+    : [await reader.identity(p.organizationId, p.userId), kept];
   return {
     api_key_id: p.keyId,
     plan: id.plan,

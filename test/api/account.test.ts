@@ -1,5 +1,5 @@
 import t from 'tap';
-import { testEnv } from '../helpers/env.ts';
+import { eventually, testEnv } from '../helpers/env.ts';
 
 const env = await testEnv(t);
 
@@ -17,8 +17,12 @@ t.test('GET /v1/account returns exactly the snapshot fields, footprint from live
   t.same(d.footprint, { phone_numbers: 3, enrolled_reputation_numbers: 3, own_brand_enterprise: false });
   t.equal(d.is_demo, false);
 
+  // A change made outside this gateway (here: by hand) shows once PostgreSQL's change notice arrives.
   await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE phone_number = $1`, [org.phone_numbers[0]]);
-  const again = await env.request('GET', '/v1/account', { key: org.api_key });
+  const again = await eventually(async () => {
+    const r = await env.request('GET', '/v1/account', { key: org.api_key });
+    return r.body.data.footprint.phone_numbers === 2 ? r : null;
+  }, 3000, 20);
   t.equal(again.body.data.footprint.phone_numbers, 2, 'footprint counts live rows');
 });
 
