@@ -1,27 +1,76 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Prometheus metrics of one gateway: requests by route and status, and a latency histogram. */
+// Any token is a method to uWS; the ones the API does not know share one label, so the series stay bounded.
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+interface Series {
+  method: string;
+  route: string;
+  /** Requests by status. */
+  statuses: Map<number, number>;
+  /** Non-cumulative counts per bucket; the last slot is above the largest bound. */
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/** Prometheus metrics of one gateway: requests by route and status, and a latency histogram, plus the process's
+ *  default metrics. Every request is counted, so the two request families are plain numbers kept per route and
+ *  written out in the text format at scrape time (prom-client's labelled metrics hash their labels per call);
+ *  prom-client supplies the process metrics. */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'http_requests_total', help: 'HTTP requests by route and status.',
-    labelNames: ['method', 'route', 'status'] as const, registers: [this.registry],
-  });
-  private readonly latency = new Histogram({
-    name: 'http_request_duration_seconds', help: 'Time from request to response, by route.',
-    labelNames: ['method', 'route'] as const, registers: [this.registry],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-  });
+  private readonly series = new Map<string, Series>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    this.requests.inc({ method, route, status });
-    this.latency.observe({ method, route }, seconds);
+    if (!METHODS.has(method)) method = 'OTHER';
+    const id = method + ' ' + route;
+    let s = this.series.get(id);
+    if (!s) {
+      s = { method, route, statuses: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 };
+      this.series.set(id, s);
+    }
+    s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
+    let i = 0;
+    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++;
+    s.buckets[i]++;
+    s.sum += seconds;
+    s.count++;
   }
 
-  render(): Promise<string> { return this.registry.metrics(); }
+  async render(): Promise<string> {
+    const out: string[] = [
+      '# HELP http_requests_total HTTP requests by route and status.',
+      '# TYPE http_requests_total counter',
+    ];
+    for (const s of this.series.values()) {
+      const labels = `method="${escapeLabel(s.method)}",route="${escapeLabel(s.route)}"`;
+      for (const [status, n] of s.statuses) out.push(`http_requests_total{${labels},status="${status}"} ${n}`);
+    }
+    out.push('# HELP http_request_duration_seconds Time from request to response, by route.',
+      '# TYPE http_request_duration_seconds histogram');
+    for (const s of this.series.values()) {
+      const labels = `method="${escapeLabel(s.method)}",route="${escapeLabel(s.route)}"`;
+      let cumulative = 0;
+      BUCKETS.forEach((le, i) => {
+        cumulative += s.buckets[i];
+        out.push(`http_request_duration_seconds_bucket{le="${le}",${labels}} ${cumulative}`);
+      });
+      out.push(`http_request_duration_seconds_bucket{le="+Inf",${labels}} ${s.count}`,
+        `http_request_duration_seconds_sum{${labels}} ${s.sum}`,
+        `http_request_duration_seconds_count{${labels}} ${s.count}`);
+    }
+    return out.join('\n') + '\n' + await this.registry.metrics();
+  }
+
   get contentType(): string { return this.registry.contentType; }
+}
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
