@@ -61,5 +61,6 @@ export class PgListener {
   private schedule(): void {
     if (this.stopped || this.retry) return;
     this.retry = setTimeout(() => { this.retry = null; void this.start(); }, this.retryMs);
+    this.retry.unref();
   }
 }

@@ -42,6 +42,14 @@ export class Authenticator {
     this.byKeyId.delete(keyId);
   }
 
+  /** The principal of a well-formed "Bearer <key>" header whose key is cached and valid, without a promise (the
+   *  common case, and the hot path); undefined sends the caller to authenticate(). */
+  cached(header: string | undefined): Principal | undefined {
+    if (header === undefined || !header.startsWith('Bearer ')) return undefined;
+    const hit = this.cache.get(header.slice(7));
+    return hit && hit.principal && hit.expires > Date.now() ? hit.principal : undefined;
+  }
+
   /** The principal of an Authorization header value, or 401 with a reason. */
   async authenticate(header: string | undefined): Promise<Principal> {
     if (!header) throw unauthorized('missing', 'Missing Authorization header; send "Authorization: Bearer <API key>".');

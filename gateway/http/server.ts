@@ -5,6 +5,7 @@ import { ApiError, validationError } from '../../shared/errors.ts';
 import { canonicalJson, IdempotencyStore, type StoredResponse } from '../../shared/idempotency/index.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { FixedWindowLimiter, rateLimitHeaders } from '../../shared/ratelimit/index.ts';
+import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { Router } from './router.ts';
@@ -26,6 +27,8 @@ const STATUS_TEXT: Record<number, string> = {
   422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
   503: 'Service Unavailable',
 };
+const STATUS_LINE: Record<number, string> = Object.fromEntries(
+  Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]));
 
 interface Compiled {
   route: AnyRoute;
@@ -43,12 +46,51 @@ interface Incoming {
   path: string;
   query: string;
   headers: Record<string, string>;
-  remote: string;
+  /** The client address, read on demand (only unauthenticated requests are limited by it). */
+  readonly remote: string;
+}
+
+/** One request/response pair: what the request said, copied out of uWS, and whether the client went away. */
+class Exchange implements Incoming {
+  readonly started = performance.now();
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: Record<string, string> = {};
+  aborted = false;
+  private readonly address: ArrayBuffer;
+  private remoteText: string | null = null;
+
+  constructor(readonly res: uWS.HttpResponse, req: uWS.HttpRequest) {
+    res.onAborted(() => { this.aborted = true; });
+    const headers = this.headers;
+    req.forEach((k, v) => { headers[k] = v; });
+    this.method = req.getCaseSensitiveMethod();
+    this.path = req.getUrl();
+    this.query = req.getQuery() ?? '';
+    // A copy that outlives this call; turned into text only when a request is limited by address.
+    this.address = res.getRemoteAddressAsText();
+  }
+
+  get remote(): string { return (this.remoteText ??= Buffer.from(this.address).toString()); }
+}
+
+/** What the pipeline decided for a request. */
+interface Outcome {
+  status: number;
+  headers: Record<string, string>;
+  body: string | Buffer;
+  requestId: string;
+  routeLabel: string;
+  orgId: string | undefined;
 }
 
 export class HttpGateway {
   readonly router = new Router();
   readonly metrics = new GatewayMetrics();
+  private readonly accessLog: AccessLog;
+  /** Per-key request counters live under this prefix and the key id. */
+  private readonly keyLimitPrefix: string;
   readonly auth: Authenticator;
   private readonly compiled = new Map<AnyRoute, Compiled>();
   private readonly raw = new Map<string, RawRoute>();
@@ -61,6 +103,8 @@ export class HttpGateway {
     this.auth = new Authenticator(deps.db, deps.key);
     this.limiter = new FixedWindowLimiter(deps.redis, { leaseShare: RATE_LEASE_SHARE });
     this.idempotency = new IdempotencyStore(deps.redis, deps.key);
+    this.accessLog = new AccessLog(deps.log);
+    this.keyLimitPrefix = deps.key('rl', 'key', '');
   }
 
   register(plugin: Plugin): this {
@@ -98,60 +142,55 @@ export class HttpGateway {
   async close(): Promise<void> {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    this.accessLog.flush();
     await this.auth.close();
   }
 
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-    const started = process.hrtime.bigint();
-    const state = { aborted: false };
-    res.onAborted(() => { state.aborted = true; });
-    const headers: Record<string, string> = {};
-    req.forEach((k, v) => { headers[k] = v; });
-    const inc: Incoming = {
-      method: req.getMethod().toUpperCase(),
-      path: req.getUrl(),
-      query: req.getQuery() ?? '',
-      headers,
-      remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
-    };
+    // Everything uWS hands out here is valid only during this call, so it is copied before anything awaits.
+    const ex = new Exchange(res, req);
+    const inc: Incoming = ex;
     const needsBody = MUTATING.has(inc.method);
     const rawHandler = this.raw.get(`${inc.method} ${inc.path}`);
     if (rawHandler) {
-      if (!needsBody) return void this.serveRaw(res, state, rawHandler, inc, null);
-      return readBody(res, headers, (body, tooBig) => {
-        if (tooBig) return void this.serveRaw(res, state, () => ({ status: 400, contentType: 'text/plain', body: 'body too large' }), inc, null);
-        void this.serveRaw(res, state, rawHandler, inc, body);
+      if (!needsBody) return void this.serveRaw(ex, rawHandler, null);
+      return readBody(res, inc.headers, (body, tooBig) => {
+        if (tooBig) return void this.serveRaw(ex, () => ({ status: 400, contentType: 'text/plain', body: 'body too large' }), null);
+        void this.serveRaw(ex, rawHandler, body);
       });
     }
-    const run = (body: Buffer | null, tooBig = false) => {
-      void this.handle(inc, body, tooBig).then((out) => {
-        if (state.aborted) return;
-        res.cork(() => {
-          res.writeStatus(`${out.status} ${STATUS_TEXT[out.status] ?? ''}`);
-          for (const [k, v] of Object.entries(out.headers)) res.writeHeader(k, v);
-          res.end(out.body);
-        });
-        const secs = Number(process.hrtime.bigint() - started) / 1e9;
-        this.metrics.observe(inc.method, out.routeLabel, out.status, secs);
-        this.deps.log.info({ req_id: out.requestId, method: inc.method, path: inc.path, status: out.status,
-          ms: Math.round(secs * 1e4) / 10, org: out.orgId }, 'request');
-      });
-    };
-    if (!needsBody) return run(null);
-    readBody(res, headers, run);
+    if (!needsBody) return void this.handle(inc, null, false).then((out) => this.respond(ex, out));
+    readBody(res, inc.headers, (body, tooBig) => void this.handle(inc, body, tooBig).then((out) => this.respond(ex, out)));
   }
 
-  private async serveRaw(res: uWS.HttpResponse, state: { aborted: boolean }, h: RawRoute, inc: Incoming, body: Buffer | null) {
+  private respond(ex: Exchange, out: Outcome): void {
+    if (!ex.aborted) {
+      const res = ex.res;
+      res.cork(() => {
+        res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
+        const h = out.headers;
+        for (const k in h) res.writeHeader(k, h[k]);
+        res.end(out.body);
+      });
+    }
+    const secs = (performance.now() - ex.started) / 1000;
+    this.metrics.observe(ex.method, out.routeLabel, out.status, secs);
+    this.accessLog.write({ requestId: out.requestId, method: ex.method, path: ex.path, status: out.status,
+      ms: Math.round(secs * 1e4) / 10, orgId: out.orgId });
+  }
+
+  private async serveRaw(ex: Exchange, h: RawRoute, body: Buffer | null) {
     let out: RawReply;
     try {
-      out = await h({ headers: inc.headers, body });
+      out = await h({ headers: ex.headers, body });
     } catch (err) {
       this.deps.log.error({ err }, 'raw route failed');
       out = { status: 500, contentType: 'text/plain', body: 'internal error' };
     }
-    if (state.aborted) return;
+    if (ex.aborted) return;
+    const res = ex.res;
     res.cork(() => {
-      res.writeStatus(`${out.status} ${STATUS_TEXT[out.status] ?? ''}`);
+      res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
       res.writeHeader('content-type', out.contentType);
       for (const [k, v] of Object.entries(out.headers ?? {})) res.writeHeader(k, v);
       res.end(out.body);
@@ -188,13 +227,17 @@ export class HttpGateway {
 
       // Authenticate and count the request before anything else can fail, so every answer carries rate headers.
       if (route.scope) {
-        try {
-          principal = await this.auth.authenticate(inc.headers.authorization);
-        } catch (err) {
-          await this.countAnonymous(inc, headers);
-          throw err;
+        principal = this.auth.cached(inc.headers.authorization) ?? null;
+        if (!principal) {
+          try {
+            principal = await this.auth.authenticate(inc.headers.authorization);
+          } catch (err) {
+            await this.countAnonymous(inc, headers);
+            throw err;
+          }
         }
-        const d = await this.limiter.take(this.deps.key('rl', 'key', principal.keyId), principal.rateLimit);
+        const taken = this.limiter.take(this.keyLimitPrefix + principal.keyId, principal.rateLimit);
+        const d = taken instanceof Promise ? await taken : taken;
         Object.assign(headers, rateLimitHeaders(d));
         if (!d.allowed) {
           throw new ApiError('rate_limited',
@@ -211,13 +254,7 @@ export class HttpGateway {
       const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
       if (c.body) c.body(parsedBody);
 
-      const deprecation: Deprecation[] = route.deprecated ? [route.deprecated] : [];
-      const runHandler = async (): Promise<Reply> => route.handler({
-        deps: this.deps, principal: principal!, body: parsedBody, query, params, requestId, headers: inc.headers,
-        baseUrl: this.baseUrl(inc.headers),
-        deprecate: (d) => { deprecation.push(d); },
-      });
-
+      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers);
       let reply: StoredResponse;
       const idemKey = inc.headers['idempotency-key'];
       if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
@@ -229,24 +266,19 @@ export class HttpGateway {
           headers['Idempotency-Replay'] = 'true';
         } else {
           try {
-            reply = serialize(await runHandler());
+            reply = serialize(await route.handler(ctx));
           } catch (err) {
             reply = serialize(errorReply(err, this.deps.log, requestId));
           }
           await claim.finish(reply);
         }
       } else {
-        reply = serialize(await runHandler());
+        reply = serialize(await route.handler(ctx));
       }
       // This gateway's own writes show in the organization's account snapshot on the very next request, without
       // waiting for the database's change notice.
       if (principal && MUTATING.has(inc.method)) forgetAccount(this.deps.db, principal.organizationId);
-      const d = deprecation[0];
-      if (d) {
-        headers.Deprecation = `@${Math.floor(d.since.getTime() / 1000)}`;
-        headers.Sunset = d.sunset.toUTCString();
-        headers.Link = `<${d.link}>; rel="sunset"`;
-      }
+      if (route.deprecated) Object.assign(headers, deprecationHeaders(route.deprecated));
       Object.assign(headers, reply.headers);
       status = reply.status;
       body = reply.body;
@@ -268,7 +300,7 @@ export class HttpGateway {
       await this.countAnonymous(inc, headers);
       return null;
     }
-    const d = await this.limiter.take(this.deps.key('rl', 'key', principal.keyId), principal.rateLimit);
+    const d = await this.limiter.take(this.keyLimitPrefix + principal.keyId, principal.rateLimit);
     Object.assign(headers, rateLimitHeaders(d));
     if (!d.allowed) throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`);
     return principal;
@@ -298,8 +330,25 @@ function readBody(res: uWS.HttpResponse, headers: Record<string, string>, done: 
 }
 
 function serialize(r: Reply): StoredResponse {
-  const body = r.raw ?? (r.body === undefined ? '' : JSON.stringify(r.body));
-  return { status: r.status, body, headers: r.headers ?? {} };
+  const body = r.raw ?? r.json ?? (r.body === undefined ? '' : JSON.stringify(r.body));
+  const headers = r.deprecation ? { ...deprecationHeaders(r.deprecation), ...r.headers } : r.headers ?? {};
+  return { status: r.status, body, headers };
+}
+
+function deprecationHeaders(d: Deprecation): Record<string, string> {
+  return { Deprecation: `@${Math.floor(d.since.getTime() / 1000)}`, Sunset: d.sunset.toUTCString(), Link: `<${d.link}>; rel="sunset"` };
+}
+
+/** What a route handler gets (Ctx); the base URL is worked out only for handlers that read it. */
+class HandlerContext {
+  readonly deps: GatewayDeps;
+  constructor(private readonly gateway: HttpGateway, readonly principal: Principal, readonly body: unknown,
+    readonly query: Record<string, string>, readonly params: Record<string, string>, readonly requestId: string,
+    readonly headers: Record<string, string>) {
+    this.deps = gateway.deps;
+  }
+
+  get baseUrl(): string { return this.gateway.baseUrl(this.headers); }
 }
 
 function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): Reply {

@@ -38,7 +38,11 @@ export interface Reply {
   body?: unknown;
   /** Sent as is instead of JSON (set content-type in headers); for GET routes such as recordings. */
   raw?: Buffer;
+  /** The JSON body, already serialized (for bodies a route keeps as text). */
+  json?: string;
   headers?: Record<string, string>;
+  /** Marks this response deprecated (a deprecated spelling inside a live route): Deprecation, Sunset, Link. */
+  deprecation?: Deprecation;
 }
 
 type StaticOr<S, D> = S extends TSchema ? Static<S> : D;
@@ -52,9 +56,7 @@ export interface Ctx<B, Q, P> {
   requestId: string;
   headers: Record<string, string>;
   /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
-  baseUrl: string;
-  /** Marks this response deprecated (for deprecated spellings inside a live route). */
-  deprecate(d: Deprecation): void;
+  readonly baseUrl: string;
 }
 
 export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,

@@ -120,13 +120,12 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String(), agent_id: Nullable(Type.String()) }) }),
     },
     errors: [...CALL_ERRORS],
-    handler: async ({ deps, principal, body, headers, deprecate }) => {
+    handler: async ({ deps, principal, body, headers }) => {
       const fields: Record<string, string> = {};
       if (body.from_number !== undefined && body.caller_id !== undefined) fields.caller_id = 'give from_number or caller_id (its deprecated name), not both';
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
       if (Object.keys(fields).length) throw new ApiError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
-      if (legacy) deprecate(LEGACY_SPELLING(deps.config.publicUrl ?? `http://${headers.host ?? `${deps.config.host}:${deps.config.port}`}`));
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
       const call = await placeCall(callRuntime(deps), principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
@@ -135,7 +134,10 @@ export const callRoutes: Plugin = (routes) => {
           to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
         },
       });
-      return { status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } } };
+      return {
+        status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
+        deprecation: legacy ? LEGACY_SPELLING(deps.config.publicUrl ?? `http://${headers.host ?? `${deps.config.host}:${deps.config.port}`}`) : undefined,
+      };
     },
   });
 

@@ -28,7 +28,7 @@ interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number
 interface Waiter { resolve(f: Footprint): void; reject(e: unknown): void }
 
 class AccountReader {
-  private readonly identities = new Map<string, { org: string; value: Promise<Identity>; expires: number }>();
+  private readonly identities = new Map<string, { org: string; value: Promise<Identity>; resolved: Identity | null; expires: number }>();
   private readonly footprints = new Map<string, Footprint>();
   private pending = new Map<string, Waiter[]>();
   private scheduled = false;
@@ -40,10 +40,10 @@ class AccountReader {
 
   constructor(private readonly db: Db) {}
 
-  identity(organizationId: string, userId: string | null, now = Date.now()): Promise<Identity> {
-    const k = `${organizationId}/${userId ?? ''}`;
+  identity(organizationId: string, userId: string | null, now = Date.now()): Identity | Promise<Identity> {
+    const k = userId === null ? organizationId : organizationId + '/' + userId;
     const hit = this.identities.get(k);
-    if (hit && hit.expires > now) return hit.value;
+    if (hit && hit.expires > now) return hit.resolved ?? hit.value;
     const value = this.db.one(
       `SELECT o.id AS org_id, o.name AS org_name, o.slug, o.plan, u.id AS user_id, u.email, u.name AS user_name
          FROM organizations o LEFT JOIN users u ON u.id = $2 AND u.organization_id = o.id
@@ -57,8 +57,9 @@ class AccountReader {
     if (this.identities.size >= MAX_ENTRIES) this.identities.clear();
     // Stored before it resolves, so a change notice that arrives meanwhile drops it (forget) and it is not kept.
     const ttl = this.watched ? WATCHED_IDENTITY_TTL_MS : UNWATCHED_IDENTITY_TTL_MS;
-    this.identities.set(k, { org: organizationId, value, expires: now + ttl });
-    value.catch(() => { if (this.identities.get(k)?.value === value) this.identities.delete(k); });
+    const entry = { org: organizationId, value, resolved: null as Identity | null, expires: now + ttl };
+    this.identities.set(k, entry);
+    value.then((id) => { entry.resolved = id; }, () => { if (this.identities.get(k) === entry) this.identities.delete(k); });
     return value;
   }
 
@@ -157,28 +158,38 @@ export function forgetAccount(db: Db, organizationId: string): void {
 }
 
 /** The organization and user of a credential. */
-export function accountIdentity(db: Db, p: Principal): Promise<Identity> {
+export function accountIdentity(db: Db, p: Principal): Identity | Promise<Identity> {
   return readerOf(db).identity(p.organizationId, p.userId);
 }
 
-/** The account snapshot of GET /v1/account: exactly the reference's fields; the footprint reflects live rows. */
-export async function accountSnapshot(db: Db, p: Principal) {
+/** GET /v1/account's snapshot (exactly the reference's fields; the footprint reflects live rows) as JSON. It is
+ *  asked for on every request and changes rarely, so the text is kept per credential and rebuilt only when the
+ *  organization/user part or the footprint was replaced. */
+export async function accountSnapshotJson(db: Db, p: Principal): Promise<string> {
   const reader = readerOf(db);
-  const kept = reader.footprint(p.organizationId);
-  const [id, fp] = kept instanceof Promise
-    ? await Promise.all([reader.identity(p.organizationId, p.userId), kept])
-    : [await reader.identity(p.organizationId, p.userId), kept];
-  return {
+  const keptFootprint = reader.footprint(p.organizationId);
+  const keptIdentity = reader.identity(p.organizationId, p.userId);
+  // Both are usually in memory: then no promise is awaited at all.
+  const [identity, footprint] = keptIdentity instanceof Promise || keptFootprint instanceof Promise
+    ? await Promise.all([keptIdentity, keptFootprint])
+    : [keptIdentity, keptFootprint];
+  const kept = jsonOf.get(p);
+  if (kept && kept.identity === identity && kept.footprint === footprint) return kept.json;
+  const json = JSON.stringify({
     api_key_id: p.keyId,
-    plan: id.plan,
-    user: id.user,
-    organization: id.organization,
+    plan: identity.plan,
+    user: identity.user,
+    organization: identity.organization,
     footprint: {
-      phone_numbers: fp.phone_numbers,
-      enrolled_reputation_numbers: fp.enrolled_reputation_numbers,
+      phone_numbers: footprint.phone_numbers,
+      enrolled_reputation_numbers: footprint.enrolled_reputation_numbers,
       // Own-brand enterprise registration arrives with the caller-trust area; until then no organization has one.
       own_brand_enterprise: false,
     },
     is_demo: p.isDemo,
-  };
+  });
+  jsonOf.set(p, { identity, footprint, json });
+  return json;
 }
+// Keyed by the cached principal object, so an entry goes with its credential.
+const jsonOf = new WeakMap<Principal, { identity: Identity; footprint: Footprint; json: string }>();

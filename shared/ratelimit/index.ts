@@ -55,8 +55,20 @@ export class FixedWindowLimiter {
     this.leaseShare = opts.leaseShare ?? 0;
   }
 
-  /** Counts one request against `key` and decides. */
-  async take(key: string, limit: number): Promise<RateDecision> {
+  /** Counts one request against `key` and decides: at once from a held block, else after asking Redis. */
+  take(key: string, limit: number): RateDecision | Promise<RateDecision> {
+    const l = this.leases.get(key);
+    if (l && !l.refilling && l.limit === limit) {
+      const now = Date.now();
+      if (now < l.resetAt) {
+        if (l.next <= l.last) return decision(true, limit, l.next++, l.resetAt, now);
+        if (now < l.deniedUntil) return decision(false, limit, limit, l.resetAt, now);
+      }
+    }
+    return this.takeSlow(key, limit);
+  }
+
+  private async takeSlow(key: string, limit: number): Promise<RateDecision> {
     for (;;) {
       const now = Date.now();
       const l = this.leases.get(key);

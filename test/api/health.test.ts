@@ -68,7 +68,7 @@ t.test('/readyz: Postgres and Redis reachable', async (t) => {
 
 t.test('/readyz: 503 when Redis or Postgres is unreachable', async (t) => {
   const g = await startGateway({ config: env.config, log: createLogger('gateway', 'silent') });
-  t.teardown(() => g.gateway.close());
+  t.teardown(() => g.close().catch(() => undefined));
   t.equal((await httpCall(g.url, 'GET', '/readyz')).status, 200, 'ready at first');
   g.redis.disconnect();
   const noRedis = await httpCall(g.url, 'GET', '/readyz');

@@ -45,10 +45,11 @@ const testRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/test/spelling', scope: 'account:read', tag: 'Test', summary: 'Test-only: a deprecated parameter.',
     query: Type.Object({ colour: Type.Optional(Type.String()), color: Type.Optional(Type.String()) }, { additionalProperties: false }),
     response: { status: 200 },
-    handler: async ({ query, deprecate }) => {
-      if (query.colour !== undefined) deprecate({ since: SINCE, sunset: SUNSET, link: 'https://docs.example.test/deprecations/colour' });
-      return { status: 200, body: { data: { color: query.color ?? query.colour ?? null } } };
-    },
+    handler: async ({ query }) => ({
+      status: 200, body: { data: { color: query.color ?? query.colour ?? null } },
+      deprecation: query.colour !== undefined
+        ? { since: SINCE, sunset: SUNSET, link: 'https://docs.example.test/deprecations/colour' } : undefined,
+    }),
   });
 };
 
