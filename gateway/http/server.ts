@@ -58,7 +58,6 @@ class Exchange implements Incoming {
   readonly query: string;
   readonly headers: Record<string, string> = {};
   aborted = false;
-  private readonly address: ArrayBuffer;
   private remoteText: string | null = null;
 
   constructor(readonly res: uWS.HttpResponse, req: uWS.HttpRequest) {
@@ -68,11 +67,16 @@ class Exchange implements Incoming {
     this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
-    // A copy that outlives this call; turned into text only when a request is limited by address.
-    this.address = res.getRemoteAddressAsText();
   }
 
-  get remote(): string { return (this.remoteText ??= Buffer.from(this.address).toString()); }
+  /** Read on demand, as only requests limited by address need it (reading it costs about as much as the rest of
+   *  this constructor). The response, unlike the request, stays valid until it ends or is aborted. */
+  get remote(): string {
+    if (this.remoteText === null) {
+      this.remoteText = this.aborted ? 'aborted' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    }
+    return this.remoteText;
+  }
 }
 
 /** What the pipeline decided for a request. */
