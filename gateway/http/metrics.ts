@@ -21,7 +21,8 @@ interface Series {
  *  prom-client supplies the process metrics. */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly series = new Map<string, Series>();
+  /** By route, then method (route labels are the routes' own strings, so no per-request key is built). */
+  private readonly series = new Map<string, Map<string, Series>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -29,11 +30,12 @@ export class GatewayMetrics {
 
   observe(method: string, route: string, status: number, seconds: number): void {
     if (!METHODS.has(method)) method = 'OTHER';
-    const id = method + ' ' + route;
-    let s = this.series.get(id);
+    let byMethod = this.series.get(route);
+    if (!byMethod) this.series.set(route, (byMethod = new Map()));
+    let s = byMethod.get(method);
     if (!s) {
       s = { method, route, statuses: new Map(), buckets: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 };
-      this.series.set(id, s);
+      byMethod.set(method, s);
     }
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
     let i = 0;
@@ -48,13 +50,14 @@ export class GatewayMetrics {
       '# HELP http_requests_total HTTP requests by route and status.',
       '# TYPE http_requests_total counter',
     ];
-    for (const s of this.series.values()) {
+    const all = [...this.series.values()].flatMap((m) => [...m.values()]);
+    for (const s of all) {
       const labels = `method="${escapeLabel(s.method)}",route="${escapeLabel(s.route)}"`;
       for (const [status, n] of s.statuses) out.push(`http_requests_total{${labels},status="${status}"} ${n}`);
     }
     out.push('# HELP http_request_duration_seconds Time from request to response, by route.',
       '# TYPE http_request_duration_seconds histogram');
-    for (const s of this.series.values()) {
+    for (const s of all) {
       const labels = `method="${escapeLabel(s.method)}",route="${escapeLabel(s.route)}"`;
       let cumulative = 0;
       BUCKETS.forEach((le, i) => {

@@ -2,10 +2,11 @@ import type { AnyRoute, Method } from './types.ts';
 
 interface Compiled { route: AnyRoute; re: RegExp; names: string[] }
 
-/** Static paths by map lookup; parameterised paths by compiled pattern, in registration order. */
+/** Static paths by map lookup (path, then method: no per-request key is built); parameterised paths by compiled
+ *  pattern, in registration order. */
 export class Router {
   readonly routes: AnyRoute[] = [];
-  private readonly exact = new Map<string, AnyRoute>();
+  private readonly exact = new Map<string, Map<string, AnyRoute>>();
   private readonly patterns: Compiled[] = [];
 
   add(route: AnyRoute): void {
@@ -13,7 +14,9 @@ export class Router {
     if (this.routes.some((r) => `${r.method} ${r.path}` === id)) throw new Error(`duplicate route ${id}`);
     this.routes.push(route);
     if (!route.path.includes('{')) {
-      this.exact.set(id, route);
+      let byMethod = this.exact.get(route.path);
+      if (!byMethod) this.exact.set(route.path, (byMethod = new Map()));
+      byMethod.set(route.method, route);
       return;
     }
     const names: string[] = [];
@@ -27,10 +30,10 @@ export class Router {
     | { route: AnyRoute; params: Record<string, string> }
     | { allowed: string[] }
     | null {
-    const hit = this.exact.get(`${method} ${path}`);
+    const byMethod = this.exact.get(path);
+    const hit = byMethod?.get(method);
     if (hit) return { route: hit, params: {} };
-    const allowed: string[] = [];
-    for (const r of this.routes) if (r.path === path && !r.path.includes('{')) allowed.push(r.method);
+    const allowed: string[] = byMethod ? [...byMethod.keys()] : [];
     for (const c of this.patterns) {
       const m = c.re.exec(path);
       if (!m) continue;

@@ -95,9 +95,12 @@ export class HttpGateway {
   private readonly accessLog: AccessLog;
   /** Per-key request counters live under this prefix and the key id. */
   private readonly keyLimitPrefix: string;
+  /** The counter key of each cached credential, built once (a new string per request would be hashed anew). */
+  private readonly limitKeys = new WeakMap<Principal, string>();
   readonly auth: Authenticator;
   private readonly compiled = new Map<AnyRoute, Compiled>();
-  private readonly raw = new Map<string, RawRoute>();
+  /** Raw routes by path, then method. */
+  private readonly raw = new Map<string, Map<string, RawRoute>>();
   private readonly limiter: FixedWindowLimiter;
   private readonly idempotency: IdempotencyStore;
   private listenSocket: uWS.us_listen_socket | null = null;
@@ -117,7 +120,9 @@ export class HttpGateway {
   }
 
   addRaw(method: Method, path: string, handler: RawRoute): this {
-    this.raw.set(`${method} ${path}`, handler);
+    let byMethod = this.raw.get(path);
+    if (!byMethod) this.raw.set(path, (byMethod = new Map()));
+    byMethod.set(method, handler);
     return this;
   }
 
@@ -155,7 +160,7 @@ export class HttpGateway {
     const ex = new Exchange(res, req);
     const inc: Incoming = ex;
     const needsBody = MUTATING.has(inc.method);
-    const rawHandler = this.raw.get(`${inc.method} ${inc.path}`);
+    const rawHandler = this.raw.get(inc.path)?.get(inc.method);
     if (rawHandler) {
       if (!needsBody) return void this.serveRaw(ex, rawHandler, null);
       return readBody(res, inc.headers, (body, tooBig) => {
@@ -173,7 +178,7 @@ export class HttpGateway {
       res.cork(() => {
         res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
         const h = out.headers;
-        for (const k in h) res.writeHeader(k, h[k]);
+        for (const k in h) res.writeHeader(headerName(k), h[k]);
         res.end(out.body);
       });
     }
@@ -199,6 +204,12 @@ export class HttpGateway {
       for (const [k, v] of Object.entries(out.headers ?? {})) res.writeHeader(k, v);
       res.end(out.body);
     });
+  }
+
+  private limitKey(p: Principal): string {
+    let k = this.limitKeys.get(p);
+    if (k === undefined) this.limitKeys.set(p, (k = this.keyLimitPrefix + p.keyId));
+    return k;
   }
 
   baseUrl(headers: Record<string, string>): string {
@@ -240,7 +251,7 @@ export class HttpGateway {
             throw err;
           }
         }
-        const taken = this.limiter.take(this.keyLimitPrefix + principal.keyId, principal.rateLimit);
+        const taken = this.limiter.take(this.limitKey(principal), principal.rateLimit);
         const d = taken instanceof Promise ? await taken : taken;
         Object.assign(headers, rateLimitHeaders(d));
         if (!d.allowed) {
@@ -304,7 +315,7 @@ export class HttpGateway {
       await this.countAnonymous(inc, headers);
       return null;
     }
-    const d = await this.limiter.take(this.keyLimitPrefix + principal.keyId, principal.rateLimit);
+    const d = await this.limiter.take(this.limitKey(principal), principal.rateLimit);
     Object.assign(headers, rateLimitHeaders(d));
     if (!d.allowed) throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`);
     return principal;
@@ -315,6 +326,17 @@ export class HttpGateway {
     Object.assign(headers, rateLimitHeaders(d, 'anonymous'));
     if (!d.allowed) throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
   }
+}
+
+// Header names come from code, a few dozen of them; each is encoded once instead of on every response.
+const HEADER_NAMES = new Map<string, Buffer>();
+function headerName(name: string): Buffer | string {
+  const b = HEADER_NAMES.get(name);
+  if (b) return b;
+  if (HEADER_NAMES.size >= 256) return name;
+  const encoded = Buffer.from(name, 'latin1');
+  HEADER_NAMES.set(name, encoded);
+  return encoded;
 }
 
 /** Reads the whole request body, up to MAX_BODY_BYTES (uWS hands out chunks that are only valid during the call). */

@@ -38,8 +38,8 @@ export interface Reply {
   body?: unknown;
   /** Sent as is instead of JSON (set content-type in headers); for GET routes such as recordings. */
   raw?: Buffer;
-  /** The JSON body, already serialized (for bodies a route keeps as text). */
-  json?: string;
+  /** The JSON body, already serialized (for bodies a route keeps ready to send). */
+  json?: string | Buffer;
   headers?: Record<string, string>;
   /** Marks this response deprecated (a deprecated spelling inside a live route): Deprecation, Sunset, Link. */
   deprecation?: Deprecation;

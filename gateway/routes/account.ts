@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { accountIdentity, accountSnapshotJson } from '../../shared/accounts/snapshot.ts';
+import { accountIdentity, accountSnapshotDocument } from '../../shared/accounts/snapshot.ts';
 import type { Plugin } from '../http/types.ts';
 
 const Uuid = Type.String({ format: 'uuid' });
@@ -35,7 +35,7 @@ export const accountRoutes: Plugin = (routes) => {
     summary: 'Account snapshot: key, plan, user, organization and live footprint.',
     response: { status: 200, schema: Type.Object({ data: AccountSnapshot }) },
     errors: ['forbidden', 'idempotency_conflict'],
-    handler: async ({ deps, principal }) => ({ status: 200, json: `{"data":${await accountSnapshotJson(deps.db, principal)}}` }),
+    handler: async ({ deps, principal }) => ({ status: 200, json: await accountSnapshotDocument(deps.db, principal) }),
   });
 
   routes.add({

@@ -25,10 +25,14 @@ interface Identity {
 }
 interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number }
 
+interface IdentityEntry { value: Promise<Identity>; resolved: Identity | null; expires: number }
+
 interface Waiter { resolve(f: Footprint): void; reject(e: unknown): void }
 
 class AccountReader {
-  private readonly identities = new Map<string, { org: string; value: Promise<Identity>; resolved: Identity | null; expires: number }>();
+  /** By organization, then user ('' for none). */
+  private readonly identities = new Map<string, Map<string, IdentityEntry>>();
+  private identityCount = 0;
   private readonly footprints = new Map<string, Footprint>();
   private pending = new Map<string, Waiter[]>();
   private scheduled = false;
@@ -41,8 +45,8 @@ class AccountReader {
   constructor(private readonly db: Db) {}
 
   identity(organizationId: string, userId: string | null, now = Date.now()): Identity | Promise<Identity> {
-    const k = userId === null ? organizationId : organizationId + '/' + userId;
-    const hit = this.identities.get(k);
+    let byUser = this.identities.get(organizationId);
+    const hit = byUser?.get(userId ?? '');
     if (hit && hit.expires > now) return hit.resolved ?? hit.value;
     const value = this.db.one(
       `SELECT o.id AS org_id, o.name AS org_name, o.slug, o.plan, u.id AS user_id, u.email, u.name AS user_name
@@ -54,12 +58,19 @@ class AccountReader {
       user: row.user_id ? { id: row.user_id, email: row.email, name: row.user_name ?? null } : null,
       organization: { id: row.org_id, name: row.org_name, slug: row.slug },
     }));
-    if (this.identities.size >= MAX_ENTRIES) this.identities.clear();
+    if (this.identityCount >= MAX_ENTRIES) {
+      this.identities.clear();
+      this.identityCount = 0;
+    }
+    if (!byUser || this.identities.get(organizationId) !== byUser) this.identities.set(organizationId, (byUser = new Map()));
     // Stored before it resolves, so a change notice that arrives meanwhile drops it (forget) and it is not kept.
     const ttl = this.watched ? WATCHED_IDENTITY_TTL_MS : UNWATCHED_IDENTITY_TTL_MS;
-    const entry = { org: organizationId, value, resolved: null as Identity | null, expires: now + ttl };
-    this.identities.set(k, entry);
-    value.then((id) => { entry.resolved = id; }, () => { if (this.identities.get(k) === entry) this.identities.delete(k); });
+    const entry: IdentityEntry = { value, resolved: null, expires: now + ttl };
+    if (!byUser.has(userId ?? '')) this.identityCount++;
+    byUser.set(userId ?? '', entry);
+    const users = byUser;
+    value.then((id) => { entry.resolved = id; },
+      () => { if (users.get(userId ?? '') === entry) users.delete(userId ?? ''); });
     return value;
   }
 
@@ -83,7 +94,8 @@ class AccountReader {
   forget(organizationId: string): void {
     this.epoch++;
     this.footprints.delete(organizationId);
-    for (const [k, e] of this.identities) if (e.org === organizationId) this.identities.delete(k);
+    this.identityCount -= this.identities.get(organizationId)?.size ?? 0;
+    this.identities.delete(organizationId);
   }
 
   /** Drops everything kept (notices may have been missed). */
@@ -91,6 +103,7 @@ class AccountReader {
     this.epoch++;
     this.footprints.clear();
     this.identities.clear();
+    this.identityCount = 0;
   }
 
   private async flush(): Promise<void> {
@@ -162,10 +175,10 @@ export function accountIdentity(db: Db, p: Principal): Identity | Promise<Identi
   return readerOf(db).identity(p.organizationId, p.userId);
 }
 
-/** GET /v1/account's snapshot (exactly the reference's fields; the footprint reflects live rows) as JSON. It is
- *  asked for on every request and changes rarely, so the text is kept per credential and rebuilt only when the
- *  organization/user part or the footprint was replaced. */
-export async function accountSnapshotJson(db: Db, p: Principal): Promise<string> {
+/** GET /v1/account's answer: the document {"data": snapshot} (exactly the reference's fields; the footprint
+ *  reflects live rows) as UTF-8 JSON. It is asked for on every request and changes rarely, so the encoded document
+ *  is kept per credential and rebuilt only when the organization/user part or the footprint was replaced. */
+export async function accountSnapshotDocument(db: Db, p: Principal): Promise<Buffer> {
   const reader = readerOf(db);
   const keptFootprint = reader.footprint(p.organizationId);
   const keptIdentity = reader.identity(p.organizationId, p.userId);
@@ -173,9 +186,9 @@ export async function accountSnapshotJson(db: Db, p: Principal): Promise<string>
   const [identity, footprint] = keptIdentity instanceof Promise || keptFootprint instanceof Promise
     ? await Promise.all([keptIdentity, keptFootprint])
     : [keptIdentity, keptFootprint];
-  const kept = jsonOf.get(p);
-  if (kept && kept.identity === identity && kept.footprint === footprint) return kept.json;
-  const json = JSON.stringify({
+  const kept = documents.get(p);
+  if (kept && kept.identity === identity && kept.footprint === footprint) return kept.document;
+  const snapshot = {
     api_key_id: p.keyId,
     plan: identity.plan,
     user: identity.user,
@@ -187,9 +200,10 @@ export async function accountSnapshotJson(db: Db, p: Principal): Promise<string>
       own_brand_enterprise: false,
     },
     is_demo: p.isDemo,
-  });
-  jsonOf.set(p, { identity, footprint, json });
-  return json;
+  };
+  const document = Buffer.from(JSON.stringify({ data: snapshot }));
+  documents.set(p, { identity, footprint, document });
+  return document;
 }
 // Keyed by the cached principal object, so an entry goes with its credential.
-const jsonOf = new WeakMap<Principal, { identity: Identity; footprint: Footprint; json: string }>();
+const documents = new WeakMap<Principal, { identity: Identity; footprint: Footprint; document: Buffer }>();
