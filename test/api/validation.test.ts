@@ -30,6 +30,14 @@ const testRoutes: Plugin = (routes) => {
     handler: async () => ({ status: 204 }),
   });
   routes.add({
+    method: 'GET', path: '/v1/test/headers', scope: 'account:read', tag: 'Test', summary: 'Test-only: headers a handler sets.',
+    response: { status: 200 },
+    handler: async () => ({
+      status: 200, body: { data: {} },
+      headers: { 'X-First': 'one', 'X-Smuggle': 'x\r\nSet-Cookie: session=stolen', 'X-Second': 'two, with: colons' },
+    }),
+  });
+  routes.add({
     method: 'GET', path: '/v1/test/items/{id}', scope: 'account:read', tag: 'Test', summary: 'Test-only: one item.',
     params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
     response: { status: 200 },
@@ -197,6 +205,21 @@ t.test('wrong method: 405 in the envelope with Allow', async (t) => {
     t.type(r.body.error.message, 'string');
     t.equal(r.headers.allow, allow, `${method} ${path}: Allow: ${allow}`);
   }
+});
+
+t.test('every header arrives as its own field; a value with CR or LF is not written', async (t) => {
+  const r = await env.request('GET', '/v1/test/headers', { key: org.api_key });
+  t.equal(r.status, 200);
+  t.equal(r.headers['x-first'], 'one');
+  t.equal(r.headers['x-second'], 'two, with: colons');
+  t.notOk(r.headers['x-smuggle'], 'the header carrying CR LF is dropped');
+  t.notOk(r.headers['set-cookie'], 'nothing is smuggled into the response');
+  t.equal(r.headers['content-type'], 'application/json');
+  t.match(r.headers['x-request-id'], /^req_/);
+  for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']) {
+    t.ok(r.headers[h], `${h} present`);
+  }
+  t.same(r.body, { data: {} });
 });
 
 t.test('nothing above was a 500', async (t) => {
