@@ -4,7 +4,7 @@ import { forgetAccount } from '../../shared/accounts/snapshot.ts';
 import { ApiError, validationError } from '../../shared/errors.ts';
 import { canonicalJson, IdempotencyStore, type StoredResponse } from '../../shared/idempotency/index.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
-import { FixedWindowLimiter, rateLimitHeaders } from '../../shared/ratelimit/index.ts';
+import { FixedWindowLimiter, setRateLimitHeaders } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
 import { GatewayMetrics } from './metrics.ts';
@@ -251,7 +251,7 @@ export class HttpGateway {
         }
         const taken = this.limiter.take(this.limitKey(principal), principal.rateLimit);
         const d = taken instanceof Promise ? await taken : taken;
-        Object.assign(headers, rateLimitHeaders(d));
+        setRateLimitHeaders(headers, d);
         if (!d.allowed) {
           throw new ApiError('rate_limited',
             `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`,
@@ -314,14 +314,14 @@ export class HttpGateway {
       return null;
     }
     const d = await this.limiter.take(this.limitKey(principal), principal.rateLimit);
-    Object.assign(headers, rateLimitHeaders(d));
+    setRateLimitHeaders(headers, d);
     if (!d.allowed) throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`);
     return principal;
   }
 
   private async countAnonymous(inc: Incoming, headers: Record<string, string>): Promise<void> {
     const d = await this.limiter.take(this.deps.key('rl', 'ip', inc.remote), ANONYMOUS_LIMIT);
-    Object.assign(headers, rateLimitHeaders(d, 'anonymous'));
+    setRateLimitHeaders(headers, d, 'anonymous');
     if (!d.allowed) throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
   }
 }

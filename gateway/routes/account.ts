@@ -35,7 +35,10 @@ export const accountRoutes: Plugin = (routes) => {
     summary: 'Account snapshot: key, plan, user, organization and live footprint.',
     response: { status: 200, schema: Type.Object({ data: AccountSnapshot }) },
     errors: ['forbidden', 'idempotency_conflict'],
-    handler: async ({ deps, principal }) => ({ status: 200, json: await accountSnapshotDocument(deps.db, principal) }),
+    handler: async ({ deps, principal }) => {
+      const document = accountSnapshotDocument(deps.db, principal);
+      return { status: 200, json: document instanceof Promise ? await document : document };
+    },
   });
 
   routes.add({

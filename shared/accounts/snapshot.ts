@@ -178,14 +178,18 @@ export function accountIdentity(db: Db, p: Principal): Identity | Promise<Identi
 /** GET /v1/account's answer: the document {"data": snapshot} (exactly the reference's fields; the footprint
  *  reflects live rows) as UTF-8 JSON. It is asked for on every request and changes rarely, so the encoded document
  *  is kept per credential and rebuilt only when the organization/user part or the footprint was replaced. */
-export async function accountSnapshotDocument(db: Db, p: Principal): Promise<Buffer> {
+export function accountSnapshotDocument(db: Db, p: Principal): Buffer | Promise<Buffer> {
   const reader = readerOf(db);
-  const keptFootprint = reader.footprint(p.organizationId);
-  const keptIdentity = reader.identity(p.organizationId, p.userId);
-  // Both are usually in memory: then no promise is awaited at all.
-  const [identity, footprint] = keptIdentity instanceof Promise || keptFootprint instanceof Promise
-    ? await Promise.all([keptIdentity, keptFootprint])
-    : [keptIdentity, keptFootprint];
+  const footprint = reader.footprint(p.organizationId);
+  const identity = reader.identity(p.organizationId, p.userId);
+  // Both are usually in memory: then the answer is ready without a promise.
+  if (identity instanceof Promise || footprint instanceof Promise) {
+    return Promise.all([identity, footprint]).then(([i, f]) => snapshotDocument(p, i, f));
+  }
+  return snapshotDocument(p, identity, footprint);
+}
+
+function snapshotDocument(p: Principal, identity: Identity, footprint: Footprint): Buffer {
   const kept = documents.get(p);
   if (kept && kept.identity === identity && kept.footprint === footprint) return kept.document;
   const snapshot = {
