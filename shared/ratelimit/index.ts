@@ -24,21 +24,32 @@ const MAX_LEASE = 1000;
 const DENIAL_MEMORY_MS = 1000;
 const SWEEP_AT = 10_000;
 
+interface Refill {
+  /** Tokens this refill will bring that no waiting request has claimed yet. */
+  unclaimed: number;
+  /** Settles (never rejects) when Redis has answered. */
+  settled: Promise<void>;
+}
+
 interface Lease {
   limit: number;
   resetAt: number;
-  /** This process owns the window's tokens numbered next..last. */
-  next: number;
-  last: number;
+  /** Tokens this process holds for the current window. */
+  tokens: number;
+  /** The highest count Redis has reported for the window (tokens granted to every replica). */
+  seen: number;
   deniedUntil: number;
-  refilling: Promise<unknown> | null;
+  /** The latest refill in flight, while it still has tokens to promise. */
+  pending: Refill | null;
 }
 
 /** Fixed windows counted in Redis: atomic, so every replica shares one count per key. Shared by the gateway's
  *  per-key request limit and the per-organization call-rate guardrail.
  *
  *  With a lease share, a process takes a block of a key's tokens in one round trip (at most leaseShare x limit,
- *  never more than MAX_LEASE) and hands them out locally; requests arriving meanwhile wait for that one refill.
+ *  never more than MAX_LEASE) and hands them out locally. A request that finds no token waits for a refill already
+ *  on its way if that refill has a token left to promise, and otherwise sends its own, so refills run in parallel
+ *  and each serves up to a block of requests (with blocks of one, every request asks Redis itself, concurrently).
  *  Redis never grants a token twice, so the limit is never exceeded; what a replica leased and did not use is lost
  *  to the others until the window resets (at most leaseShare x limit per replica). With one replica the counts and
  *  headers are exact. */
@@ -58,11 +69,11 @@ export class FixedWindowLimiter {
   /** Counts one request against `key` and decides: at once from a held block, else after asking Redis. */
   take(key: string, limit: number): RateDecision | Promise<RateDecision> {
     const l = this.leases.get(key);
-    if (l && !l.refilling && l.limit === limit) {
+    if (l !== undefined && l.limit === limit) {
       const now = Date.now();
       if (now < l.resetAt) {
-        if (l.next <= l.last) return decision(true, limit, l.next++, l.resetAt, now);
-        if (now < l.deniedUntil) return decision(false, limit, limit, l.resetAt, now);
+        if (l.tokens > 0) return spend(l, now);
+        if (now < l.deniedUntil) return decision(false, limit, 0, l.resetAt, now);
       }
     }
     return this.takeSlow(key, limit);
@@ -70,53 +81,76 @@ export class FixedWindowLimiter {
 
   private async takeSlow(key: string, limit: number): Promise<RateDecision> {
     for (;;) {
-      const now = Date.now();
       const l = this.leases.get(key);
-      if (l?.refilling) {
-        await l.refilling.catch(() => undefined);
-        continue;
-      }
-      if (l && l.limit === limit && now < l.resetAt) {
-        if (l.next <= l.last) return decision(true, limit, l.next++, l.resetAt, now);
-        if (now < l.deniedUntil) return decision(false, limit, limit, l.resetAt, now);
+      if (l !== undefined && l.limit === limit) {
+        const now = Date.now();
+        if (now < l.resetAt) {
+          if (l.tokens > 0) return spend(l, now);
+          if (now < l.deniedUntil) return decision(false, limit, 0, l.resetAt, now);
+        }
+        const r = l.pending;
+        if (r !== null && r.unclaimed > 0) {
+          r.unclaimed--;
+          await r.settled;
+          continue;
+        }
       }
       return this.refill(key, limit, l);
     }
   }
 
   /** Asks Redis for a block of tokens; the caller gets the first one (or the refusal). */
-  private async refill(key: string, limit: number, old: Lease | undefined): Promise<RateDecision> {
+  private async refill(key: string, limit: number, current: Lease | undefined): Promise<RateDecision> {
     const want = Math.max(1, Math.min(MAX_LEASE, Math.floor(limit * this.leaseShare)));
-    const l: Lease = old ?? { limit, resetAt: 0, next: 1, last: 0, deniedUntil: 0, refilling: null };
-    if (!old) this.sweep();
-    this.leases.set(key, l);
-    const asked = this.lease(key, this.windowMs, limit, want);
-    l.refilling = asked;
-    try {
-      const [count, ttl, granted] = (await asked) as [number, number, number];
-      const now = Date.now();
-      Object.assign(l, { limit, resetAt: now + ttl, next: count - granted + 1, last: count, deniedUntil: 0 });
-      if (granted === 0) {
-        l.deniedUntil = Math.min(l.resetAt, now + DENIAL_MEMORY_MS);
-        return decision(false, limit, limit, l.resetAt, now);
-      }
-      return decision(true, limit, l.next++, l.resetAt, now);
-    } finally {
-      l.refilling = null;
+    let l = current;
+    if (l === undefined || l.limit !== limit) {
+      if (l === undefined) this.sweep();
+      l = { limit, resetAt: 0, tokens: 0, seen: 0, deniedUntil: 0, pending: null };
+      this.leases.set(key, l);
     }
+    const asked = this.lease(key, this.windowMs, limit, want) as Promise<[number, number, number]>;
+    const r: Refill = { unclaimed: want - 1, settled: asked.then(() => undefined, () => undefined) };
+    l.pending = r;
+    let answer: [number, number, number];
+    try {
+      answer = await asked;
+    } finally {
+      if (l.pending === r) l.pending = null;
+    }
+    const [count, ttl, granted] = answer;
+    const now = Date.now();
+    // A window that started anew (this grant is its first, or the one held has run out) makes held tokens void.
+    if (count === granted || now >= l.resetAt) {
+      l.tokens = 0;
+      l.seen = 0;
+    }
+    l.resetAt = now + ttl;
+    l.seen = Math.max(l.seen, count);
+    l.tokens += granted;
+    if (granted === 0) {
+      l.deniedUntil = Math.min(l.resetAt, now + DENIAL_MEMORY_MS);
+      return decision(false, limit, 0, l.resetAt, now);
+    }
+    l.deniedUntil = 0;
+    return spend(l, now);
   }
 
   private sweep(): void {
     if (this.leases.size < SWEEP_AT) return;
     const now = Date.now();
-    for (const [k, l] of this.leases) if (l.resetAt <= now && !l.refilling) this.leases.delete(k);
+    for (const [k, l] of this.leases) if (l.resetAt <= now && l.pending === null) this.leases.delete(k);
   }
 }
 
-/** The decision for the request that took token number `n` of the window (n > limit: refused). */
-function decision(allowed: boolean, limit: number, n: number, resetAt: number, now: number): RateDecision {
+/** Uses one held token. Remaining = the limit less what every replica was granted, plus what this one still holds. */
+function spend(l: Lease, now: number): RateDecision {
+  l.tokens--;
+  return decision(true, l.limit, l.limit - l.seen + l.tokens, l.resetAt, now);
+}
+
+function decision(allowed: boolean, limit: number, remaining: number, resetAt: number, now: number): RateDecision {
   return {
-    allowed, limit, remaining: Math.max(0, limit - n), resetAt,
+    allowed, limit, remaining: Math.max(0, remaining), resetAt,
     resetSeconds: Math.max(1, Math.ceil((resetAt - now) / 1000)),
   };
 }

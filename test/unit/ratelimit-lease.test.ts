@@ -15,12 +15,17 @@ t.teardown(async () => {
 });
 const k = (name: string) => `${prefix}:${name}`;
 
-/** Counts the lease scripts Redis runs (EVALSHA / EVAL) for a limiter, by wrapping its script function. */
-function counted(limiter: FixedWindowLimiter): { calls: number } {
-  const box = { calls: 0 };
+/** Counts the lease scripts a limiter sends to Redis, and the most in flight at once, by wrapping its script
+ *  function. */
+function counted(limiter: FixedWindowLimiter): { calls: number; inFlight: number; maxInFlight: number } {
+  const box = { calls: 0, inFlight: 0, maxInFlight: 0 };
   const l = limiter as unknown as { lease: (...a: unknown[]) => Promise<unknown> };
   const inner = l.lease;
-  l.lease = (...a) => { box.calls++; return inner(...a); };
+  l.lease = (...a) => {
+    box.calls++;
+    box.maxInFlight = Math.max(box.maxInFlight, ++box.inFlight);
+    return inner(...a).finally(() => { box.inFlight--; });
+  };
   return box;
 }
 
@@ -48,6 +53,26 @@ t.test('a small limit asks Redis for every request', async (t) => {
   const key = k('small');
   for (let i = 0; i < 5; i++) t.equal((await limiter.take(key, 50)).remaining, 49 - i);
   t.equal(c.calls, 5, '1% of 50 rounds to one token per lease');
+});
+
+t.test('blocks of one: concurrent requests ask Redis concurrently, not one after another', async (t) => {
+  const limiter = new FixedWindowLimiter(redis);
+  const c = counted(limiter);
+  const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.take(k('exact'), 1000)));
+  t.equal(c.calls, 20, 'one round trip per request');
+  t.equal(c.maxInFlight, 20, 'all of them in flight together');
+  t.same(decisions.map((d) => d.remaining).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => 980 + i));
+});
+
+t.test('a burst larger than a block sends refills in parallel, each serving a block', async (t) => {
+  const limiter = new FixedWindowLimiter(redis, { leaseShare: 0.01 });
+  const c = counted(limiter);
+  const decisions = await Promise.all(Array.from({ length: 18 }, () => limiter.take(k('burst'), 600)));
+  t.ok(decisions.every((d) => d.allowed));
+  t.equal(c.calls, 3, 'blocks of 6 for a limit of 600: three refills for 18 requests');
+  t.equal(c.maxInFlight, 3, 'sent together');
+  t.same(decisions.map((d) => d.remaining).sort((a, b) => a - b), Array.from({ length: 18 }, (_, i) => 582 + i),
+    'remaining counts stay exact');
 });
 
 t.test('several replicas sharing a key never admit more than the limit', async (t) => {
