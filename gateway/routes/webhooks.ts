@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { PageQuery } from '../../shared/pagination.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/event-types.ts';
 import {
-  attemptView, createSubscription, deleteSubscription, getSubscription, listAttempts, listSubscriptions, subscriptionView,
+  attemptView, createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
+  subscriptionView,
 } from '../../shared/webhooks/subscriptions.ts';
 import type { Plugin } from '../http/types.ts';
 import { ListMeta, Nullable } from './schemas.ts';
@@ -89,6 +90,17 @@ export const webhookRoutes: Plugin = (routes) => {
       await deleteSubscription(deps.db, principal.organizationId, params.id);
       return { status: 204 };
     },
+  });
+
+  routes.add({
+    method: 'POST', path: '/api/v1/webhook_subscriptions/{id}/enable', scope: 'webhooks:write', tag: 'Webhooks',
+    summary: 'Turn a subscription disabled by a 410 back on. Later events are delivered; those in between are not.',
+    params: IdParams,
+    response: { status: 200, schema: Type.Object({ data: Subscription }) },
+    handler: async ({ deps, principal, params }) => ({
+      status: 200,
+      body: { data: await enableSubscription(deps.db, principal.organizationId, params.id, deps.config.webhookAllowInsecure) },
+    }),
   });
 
   routes.add({

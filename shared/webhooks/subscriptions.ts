@@ -99,6 +99,20 @@ export async function disableSubscription(db: Db, id: string, reason: string): P
       WHERE id = $1 AND status = 'active'`, [id, reason]);
 }
 
+/** Turns a disabled subscription back on (its receiver is back): events from now on are delivered to it; those
+ *  that occurred while it was disabled are not. Enabling an active subscription changes nothing. The URL is
+ *  checked again (as at creation), since what its host resolves to may have changed. */
+export async function enableSubscription(db: Db, organizationId: string, id: string, allowInsecure: boolean) {
+  const current = await getSubscription(db, organizationId, id);
+  const url = await checkWebhookUrl(current.webhook_url, allowInsecure);
+  if (!url.ok) throw validationError({ webhook_url: url.reason }, 'The subscription\'s URL is no longer allowed; subscribe a new one.');
+  const row = await db.oneOrNone<SubscriptionRow>(
+    `UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL
+      WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`, [id, organizationId]);
+  if (!row) throw notFound('Webhook subscription');
+  return subscriptionView(row);
+}
+
 /** What a delivery needs to know about its subscription (null when deleted). */
 export async function subscriptionForDelivery(db: Db, id: string) {
   return db.oneOrNone<Pick<SubscriptionRow, 'id' | 'webhook_url' | 'secret' | 'status' | 'organization_id'>>(

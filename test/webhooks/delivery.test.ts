@@ -139,6 +139,24 @@ t.test('410 Gone disables the subscription: no retry, nothing more delivered to 
   await emit(env, org.organization_id, 'sms_failed', { id: 'sms_2' });
   await sleep(800);
   t.equal(rx.received('/gone').length, 1, 'neither a retry nor a later event reached the receiver');
+
+  // The receiver is back: the subscription is enabled again and receives the events that follow.
+  rx.setDefault('/gone', 200);
+  const enabled = await env.request('POST', `/api/v1/webhook_subscriptions/${sub.id}/enable`, { key: org.api_key });
+  t.equal(enabled.status, 200);
+  t.equal(enabled.body.data.status, 'active');
+  t.equal(enabled.body.data.disabled_reason, null);
+  t.equal(enabled.body.data.disabled_at, null);
+  t.notOk('secret' in enabled.body.data, 'the secret is not shown again');
+  await emit(env, org.organization_id, 'sms_failed', { id: 'sms_3' });
+  const [, back] = await rx.waitForCount(2, { path: '/gone' });
+  t.equal(back.body.data.id, 'sms_3', 'the next event arrives; sms_2, sent while disabled, does not');
+  const again = await env.request('POST', `/api/v1/webhook_subscriptions/${sub.id}/enable`, { key: org.api_key });
+  t.equal(again.status, 200, 'enabling an active subscription is a no-op');
+  const other = await env.bootstrap();
+  const foreign = await env.request('POST', `/api/v1/webhook_subscriptions/${sub.id}/enable`, { key: other.api_key });
+  t.equal(foreign.status, 404, 'another organization cannot enable it');
+  t.equal(foreign.body.error.code, 'not_found');
 });
 
 t.test('a redirect is not followed and counts as a failed attempt', async (t) => {
