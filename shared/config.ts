@@ -31,6 +31,9 @@ export interface Config {
   /** Deliveries in flight per workers process (WEBHOOK_CONCURRENCY, default 200). */
   webhookConcurrency: number;
   sandboxTimeScale: number;
+  /** Relayed events and delivery attempts older than this many days are deleted (EVENTS_RETENTION_DAYS, default
+   *  30; 0 keeps them forever). */
+  eventsRetentionDays: number;
   carrier: 'sandbox' | 'livekit';
   livekit: LiveKitSettings | null;
 }
@@ -78,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, env) || 10_000,
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 200, env) || 200,
     sandboxTimeScale: scale,
+    eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
   };
