@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
+import { STANDARD_METHODS } from './types.ts';
 
 const INFO = 30;
-const SAFE_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
 export interface AccessEntry {
   requestId: string;
@@ -40,7 +40,7 @@ export class AccessLog {
     if (this.log.levelVal > INFO) return;
     const now = Date.now();
     if (now !== this.isoMs) { this.isoMs = now; this.iso = new Date(now).toISOString(); }
-    const method = SAFE_METHODS.has(e.method) ? `"${e.method}"` : JSON.stringify(e.method);
+    const method = STANDARD_METHODS.has(e.method) ? `"${e.method}"` : JSON.stringify(e.method);
     const org = e.orgId ? `,"org":"${e.orgId}"` : '';
     this.buffered += `{"level":30,"time":"${this.iso}"${this.bindings},"req_id":"${e.requestId}","method":${method},` +
       `"path":${JSON.stringify(e.path)},"status":${e.status},"ms":${e.ms}${org},"msg":"request"}\n`;

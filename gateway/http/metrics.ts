@@ -1,7 +1,6 @@
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { STANDARD_METHODS } from './types.ts';
 
-// Any token is a method to uWS; the ones the API does not know share one label, so the series stay bounded.
-const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 interface Series {
@@ -29,7 +28,7 @@ export class GatewayMetrics {
   }
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    if (!METHODS.has(method)) method = 'OTHER';
+    if (!STANDARD_METHODS.has(method)) method = 'OTHER'; // so the series stay bounded
     let byMethod = this.series.get(route);
     if (!byMethod) this.series.set(route, (byMethod = new Map()));
     let s = byMethod.get(method);

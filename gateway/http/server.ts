@@ -4,7 +4,7 @@ import { forgetAccount } from '../../shared/accounts/snapshot.ts';
 import { ApiError, validationError } from '../../shared/errors.ts';
 import { canonicalJson, IdempotencyStore, type StoredResponse } from '../../shared/idempotency/index.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
-import { FixedWindowLimiter, setRateLimitHeaders } from '../../shared/ratelimit/index.ts';
+import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
 import { GatewayMetrics } from './metrics.ts';
@@ -250,13 +250,7 @@ export class HttpGateway {
           }
         }
         const taken = this.limiter.take(this.limitKey(principal), principal.rateLimit);
-        const d = taken instanceof Promise ? await taken : taken;
-        setRateLimitHeaders(headers, d);
-        if (!d.allowed) {
-          throw new ApiError('rate_limited',
-            `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`,
-            { resolutionHint: 'Slow down, or ask for a higher per-key limit.' });
-        }
+        admit(taken instanceof Promise ? await taken : taken, headers);
         requireScope(principal, route.scope);
       }
 
@@ -313,17 +307,22 @@ export class HttpGateway {
       await this.countAnonymous(inc, headers);
       return null;
     }
-    const d = await this.limiter.take(this.limitKey(principal), principal.rateLimit);
-    setRateLimitHeaders(headers, d);
-    if (!d.allowed) throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`);
+    admit(await this.limiter.take(this.limitKey(principal), principal.rateLimit), headers);
     return principal;
   }
 
   private async countAnonymous(inc: Incoming, headers: Record<string, string>): Promise<void> {
-    const d = await this.limiter.take(this.deps.key('rl', 'ip', inc.remote), ANONYMOUS_LIMIT);
-    setRateLimitHeaders(headers, d, 'anonymous');
-    if (!d.allowed) throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
+    admit(await this.limiter.take(this.deps.key('rl', 'ip', inc.remote), ANONYMOUS_LIMIT), headers, 'anonymous');
   }
+}
+
+/** Puts a rate-limit decision's headers on the response and refuses the request (429) when it is over. */
+function admit(d: RateDecision, headers: Record<string, string>, policy: 'default' | 'anonymous' = 'default'): void {
+  setRateLimitHeaders(headers, d, policy);
+  if (d.allowed) return;
+  if (policy === 'anonymous') throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
+  throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`,
+    { resolutionHint: 'Slow down, or ask for a higher per-key limit.' });
 }
 
 /** Writes a response's headers in one native call. uWS writes writeHeader(name, value) as "name: value\r\n" into

@@ -12,6 +12,10 @@ import type { Scope } from '../../shared/scopes.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/** The standard methods a client may send. uWS accepts any token as a method; the rest are logged escaped and
+ *  share one metrics label. */
+export const STANDARD_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
 /** What every route handler can reach: the process's shared resources. */
 export interface GatewayDeps {
   config: Config;

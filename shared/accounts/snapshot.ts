@@ -13,7 +13,7 @@ import type { Principal } from './principal.ts';
 //
 // Reads that do reach PostgreSQL are batched: every footprint request of one event-loop turn waits for one
 // grouped query sent after all of them arrived.
-export const ACCOUNT_CHANNEL = 'ol_account';
+const ACCOUNT_CHANNEL = 'ol_account';
 const UNWATCHED_IDENTITY_TTL_MS = 5_000;
 const WATCHED_IDENTITY_TTL_MS = 10 * 60_000;
 const MAX_ENTRIES = 100_000;

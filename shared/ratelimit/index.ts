@@ -69,25 +69,15 @@ export class FixedWindowLimiter {
   /** Counts one request against `key` and decides: at once from a held block, else after asking Redis. */
   take(key: string, limit: number): RateDecision | Promise<RateDecision> {
     const l = this.leases.get(key);
-    if (l !== undefined && l.limit === limit) {
-      const now = Date.now();
-      if (now < l.resetAt) {
-        if (l.tokens > 0) return spend(l, now);
-        if (now < l.deniedUntil) return decision(false, limit, 0, l.resetAt, now);
-      }
-    }
-    return this.takeSlow(key, limit);
+    return (l !== undefined && l.limit === limit && fromHeld(l)) || this.takeSlow(key, limit);
   }
 
   private async takeSlow(key: string, limit: number): Promise<RateDecision> {
     for (;;) {
       const l = this.leases.get(key);
       if (l !== undefined && l.limit === limit) {
-        const now = Date.now();
-        if (now < l.resetAt) {
-          if (l.tokens > 0) return spend(l, now);
-          if (now < l.deniedUntil) return decision(false, limit, 0, l.resetAt, now);
-        }
+        const held = fromHeld(l);
+        if (held) return held;
         const r = l.pending;
         if (r !== null && r.unclaimed > 0) {
           r.unclaimed--;
@@ -140,6 +130,16 @@ export class FixedWindowLimiter {
     const now = Date.now();
     for (const [k, l] of this.leases) if (l.resetAt <= now && l.pending === null) this.leases.delete(k);
   }
+}
+
+/** The decision this process can make alone for a current window: a held token, or a refusal it still remembers;
+ *  null when Redis must be asked. */
+function fromHeld(l: Lease): RateDecision | null {
+  const now = Date.now();
+  if (now >= l.resetAt) return null;
+  if (l.tokens > 0) return spend(l, now);
+  if (now < l.deniedUntil) return decision(false, l.limit, 0, l.resetAt, now);
+  return null;
 }
 
 /** Uses one held token. Remaining = the limit less what every replica was granted, plus what this one still holds. */

@@ -46,6 +46,24 @@ t.test('webhook_url must be https and must not reach loopback, private, link-loc
   t.equal(ok.status, 201, 'a public https URL is accepted');
 });
 
+t.test('enable: a URL no longer allowed is refused with fields.webhook_url and the subscription stays disabled', async (t) => {
+  const org = await env.bootstrap();
+  // A subscription made while the deployment allowed loopback URLs, later disabled by a 410.
+  await env.db.none(
+    `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, secret, status, disabled_reason, disabled_at)
+     VALUES ('whsub_enable_refused', $1, 'https://127.0.0.1/hook', 'sms_sent', 'whsec_x', 'disabled', 'receiver answered 410', now())`,
+    [org.organization_id]);
+  const r = await env.request('POST', '/api/v1/webhook_subscriptions/whsub_enable_refused/enable', { key: org.api_key });
+  t.equal(r.status, 400);
+  t.equal(r.body.error.code, 'validation_error');
+  t.ok(r.body.error.fields.webhook_url, 'fields.webhook_url says why');
+  const after = await env.request('GET', '/api/v1/webhook_subscriptions/whsub_enable_refused', { key: org.api_key });
+  t.equal(after.body.data.status, 'disabled', 'nothing changed');
+  const missing = await env.request('POST', '/api/v1/webhook_subscriptions/whsub_nope/enable', { key: org.api_key });
+  t.equal(missing.status, 404);
+  t.equal(missing.body.error.code, 'not_found');
+});
+
 t.test('event_type must be subscribable', async (t) => {
   const org = await env.bootstrap();
   for (const event_type of ['call.completed', 'CALL_COMPLETED', 'optimize.*', 'nope', '']) {
