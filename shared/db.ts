@@ -9,8 +9,16 @@ pgp.pg.types.setTypeParser(20, (v: string) => Number(v));
 export type Db = ReturnType<typeof createDb>;
 export type Tx = pgPromise.ITask<unknown>;
 
-export function createDb(url: string, max = 10) {
-  return pgp({ connectionString: withUser(url), max, allowExitOnIdle: true });
+// Several pools on one database in one process are legitimate (tests run gateway replicas side by side; the
+// admin helpers open short-lived ones). Each gets its own application_name, so pg_stat_activity tells them apart
+// and pg-promise does not take them for one Database object created twice.
+const poolsOpened = new Map<string, number>();
+
+export function createDb(url: string, max = 10, owner = 'openline') {
+  const connectionString = withUser(url);
+  const n = (poolsOpened.get(connectionString) ?? 0) + 1;
+  poolsOpened.set(connectionString, n);
+  return pgp({ connectionString, max, allowExitOnIdle: true, application_name: n === 1 ? owner : `${owner}#${n}` });
 }
 
 /** libpq falls back to the login name when a URL names no user; node-postgres needs $USER for that, which

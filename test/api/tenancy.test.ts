@@ -3,7 +3,7 @@
 import t from 'tap';
 import { availableSandboxNumbers } from '../../shared/numbers/inventory.ts';
 import { insertPhoneNumber } from '../../shared/numbers/records.ts';
-import { testEnv } from '../helpers/env.ts';
+import { eventually, testEnv } from '../helpers/env.ts';
 
 const env = await testEnv(t);
 const a = await env.bootstrap({ org: 'Alpha Inc', numbers: 3 });
@@ -57,11 +57,16 @@ t.test('account snapshot: footprint, user and organization are the caller\'s own
   t.equal(rb.body.data.organization.id, b.organization_id);
   t.same(rb.body.data.footprint, { phone_numbers: 5, enrolled_reputation_numbers: 5, own_brand_enterprise: false });
 
-  // Changing B's rows moves B's footprint, never A's; the footprint is read live on every request.
+  // Changing B's rows by hand (SQL, not the API) moves B's footprint, never A's. Such a change reaches the gateway
+  // with the change notice, so it is eventually true; changes made through the API are read-your-writes
+  // (test/api/account-cache.test.ts).
   await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE phone_number = $1`, [b.phone_numbers[0]]);
   await env.db.none(`UPDATE phone_numbers SET reputation_enrolled_at = NULL WHERE phone_number = $1`, [b.phone_numbers[1]]);
+  const rb2 = await eventually(async () => {
+    const r = await env.request('GET', '/v1/account', { key: b.api_key });
+    return r.body.data.footprint.phone_numbers === 4 && r.body.data.footprint.enrolled_reputation_numbers === 3 && r;
+  });
   const ra2 = await env.request('GET', '/v1/account', { key: a.api_key });
-  const rb2 = await env.request('GET', '/v1/account', { key: b.api_key });
   t.same(ra2.body.data.footprint, { phone_numbers: 5, enrolled_reputation_numbers: 5, own_brand_enterprise: false });
   t.same(rb2.body.data.footprint, { phone_numbers: 4, enrolled_reputation_numbers: 3, own_brand_enterprise: false });
   const lb = await listAll(b.api_key, 100);
@@ -88,8 +93,9 @@ t.test('concurrent snapshots of several organizations each count their own rows'
     t.equal(r.status, 200);
     t.equal(r.body.data.footprint.phone_numbers, expected.get(keys[i % 4]), `request ${i}: its own organization's count`);
   });
-  // A change committed before a request is seen by that request.
+  // A release made by hand arrives with the change notice; once one request has seen it, every later one does.
   await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE phone_number = $1`, [c.phone_numbers[0]]);
+  await eventually(async () => (await env.request('GET', '/v1/account', { key: c.api_key })).body.data.footprint.phone_numbers === 6);
   const after = await Promise.all(Array.from({ length: 10 }, () => env.request('GET', '/v1/account', { key: c.api_key })));
   t.ok(after.every((r) => r.body.data.footprint.phone_numbers === 6), 'every request after the release counts 6');
 });
