@@ -14,14 +14,81 @@ import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts
 import { prepareDatabase } from './prepare.ts';
 
 class UsageError extends Error {}
+/** Help is text for people, not a JSON line. */
+class HelpText { constructor(readonly text: string) {} }
 
-const USAGE = `usage:
-  admin bootstrap --org <name> [--email <email>] [--scopes <csv>|all] [--numbers <n>] [--demo]
-  admin key create --org <id> [--scopes <csv>|all] [--no-user] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]
-  admin key revoke --key-id <id>
-  admin org limits --org <id> [--channels <n>] [--calls-per-minute <n>] [--daily-spend-cap-cents <n>] [--allow-countries <csv>|none] [--max-call-minutes <n>] [--content-policy standard|hipaa]
-  admin number limits --org <id> --number <e164> --max-call-minutes <n>|default`;
+/** Every command with its flags: `admin --help`, `admin help`, `admin help <command>` print it. */
+const COMMANDS: { name: string; synopsis: string; about: string; flags: [string, string][] }[] = [
+  {
+    name: 'bootstrap', synopsis: '--org <name> [--email <email>] [--scopes <csv>|all] [--numbers <n>] [--demo]',
+    about: 'Create an organization with its owner user, an API key (printed once) and active sandbox numbers.',
+    flags: [
+      ['--org <name>', 'organization name (required)'],
+      ['--email <email>', 'owner user e-mail (default: a generated one)'],
+      ['--scopes <csv>|all', 'scopes of the key; all = every scope but compliance:write (default all)'],
+      ['--numbers <n>', 'active sandbox numbers to give it, 0-100 (default 1)'],
+      ['--demo', 'make the key a demo key (120 requests/minute, demo destination allowlist)'],
+    ],
+  },
+  {
+    name: 'key create', synopsis: '--org <id> [--scopes <csv>|all] [--no-user] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]',
+    about: 'Create another API key for an organization (printed once).',
+    flags: [
+      ['--org <id>', 'organization id (required; npm start prints it)'],
+      ['--scopes <csv>|all', 'scopes of the key (default all)'],
+      ['--no-user', 'a key without a user (default: the organization owner\'s)'],
+      ['--demo', 'a demo key'],
+      ['--allowed-from <csv>', 'ceiling of caller IDs the key may use (E.164, comma separated)'],
+      ['--allowed-to <csv>', 'ceiling of destinations the key may call'],
+      ['--rate-limit <n>', 'requests per minute for this key (default 600, demo 120)'],
+    ],
+  },
+  {
+    name: 'key revoke', synopsis: '--key-id <id>', about: 'Revoke a key; every gateway refuses it at once.',
+    flags: [['--key-id <id>', 'the api_key_id printed when the key was made (required)']],
+  },
+  {
+    name: 'org limits', synopsis: '--org <id> [--channels <n>] [--calls-per-minute <n>] [--daily-spend-cap-cents <n>] [--allow-countries <csv>|none] [--max-call-minutes <n>] [--content-policy standard|hipaa]',
+    about: 'Show an organization\'s call guardrails, or change the ones given.',
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--channels <n>', 'concurrent channels (one per live call leg)'],
+      ['--calls-per-minute <n>', 'calls placed per minute'],
+      ['--daily-spend-cap-cents <n>', 'call spend per UTC day, in cents'],
+      ['--allow-countries <csv>|none', 'ISO countries international calls may reach (premium ranges stay blocked)'],
+      ['--max-call-minutes <n>', 'call-length limit (60 by default, at most 180)'],
+      ['--content-policy standard|hipaa', 'hipaa hides transcripts and recordings'],
+    ],
+  },
+  {
+    name: 'number limits', synopsis: '--org <id> --number <e164> --max-call-minutes <n>|default',
+    about: 'Set one number\'s call-length limit, or go back to the organization\'s.',
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--number <e164>', 'a number the organization holds (required)'],
+      ['--max-call-minutes <n>|default', 'minutes, or default (required)'],
+    ],
+  },
+];
 
+function help(topic?: string): string {
+  const pad = (s: string) => s.padEnd(34);
+  const one = (c: (typeof COMMANDS)[number]) =>
+    `admin ${c.name} ${c.synopsis}\n  ${c.about}\n${c.flags.map(([f, d]) => `    ${pad(f)}${d}`).join('\n')}`;
+  if (topic) {
+    const c = COMMANDS.find((x) => x.name === topic);
+    if (!c) throw new UsageError(`no command "${topic}"; expected one of: ${COMMANDS.map((x) => x.name).join(', ')}`);
+    return one(c) + '\n';
+  }
+  return `Operator CLI: npm run --silent admin -- <command> [flags]
+Each command prints one JSON line; bad arguments print one line on stderr and exit 2, and nothing is created.
+Environment: DATABASE_URL, REDIS_URL, REDIS_PREFIX (as the processes use them).
+
+${COMMANDS.map(one).join('\n\n')}
+
+admin help <command>   this text for one command, e.g. admin help key create
+`;
+}
 
 function parse(args: string[], options: ParseArgsConfig['options']) {
   try {
@@ -67,6 +134,8 @@ function countries(v: unknown): string[] {
 
 async function main(argv: string[]): Promise<unknown> {
   const [cmd, sub, ...rest] = argv;
+  if (cmd === 'help' || cmd === '--help' || cmd === '-h') return new HelpText(help([sub, ...rest].filter(Boolean).join(' ') || undefined));
+  if (argv.includes('--help') || argv.includes('-h')) return new HelpText(help([cmd, sub].filter((x) => x && !x.startsWith('-')).join(' ')));
   const config = loadConfig();
   if (cmd === 'bootstrap') {
     const o = parse([sub, ...rest].filter((x) => x !== undefined), {
@@ -175,14 +244,13 @@ async function main(argv: string[]): Promise<unknown> {
       await db.$pool.end();
     }
   }
-  // One line, like every usage error: the command names are read from USAGE.
-  const commands = USAGE.split('\n').slice(1).map((l) => l.trim().replace(/^admin /, '').split(' --')[0]);
-  throw new UsageError(`${cmd ? `unknown command "${[cmd, sub].filter(Boolean).join(' ')}"` : 'missing command'}; expected one of: ${commands.join(', ')}`);
+  // One line, like every usage error.
+  throw new UsageError(`${cmd ? `unknown command "${[cmd, sub].filter(Boolean).join(' ')}"` : 'missing command'}; expected one of: ${COMMANDS.map((c) => c.name).join(', ')} (admin --help lists their flags)`);
 }
 
 try {
   const out = await main(process.argv.slice(2));
-  process.stdout.write(JSON.stringify(out) + '\n');
+  process.stdout.write(out instanceof HelpText ? out.text : JSON.stringify(out) + '\n');
 } catch (e) {
   if (e instanceof UsageError) {
     process.stderr.write(`admin: ${e.message}\n`);

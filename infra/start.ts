@@ -1,4 +1,4 @@
-// `npm start`: make sure PostgreSQL and Redis are up, create and migrate the database, create a demo
+// `npm start`: make sure PostgreSQL and Redis are up, create and migrate the database, create a sandbox
 // organization on first run, then run every Procfile process and keep them running.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,6 +12,8 @@ import { ensureServices } from './services.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
+/** The organization `npm start` creates on an empty database. */
+export const SANDBOX_ORG = 'Sandbox';
 
 interface Entry { name: string; command: string; child: ChildProcess | null; restarts: number[] }
 
@@ -23,17 +25,28 @@ export function readProcfile(text: string): { name: string; command: string }[] 
   });
 }
 
+/** First run: a sandbox organization and its key. Later runs: which organizations exist and how to get a key
+ *  (the first key was shown once and is not stored in plain text anywhere). */
 async function firstRun(): Promise<void> {
   const config = loadConfig();
-  const db = createDb(config.databaseUrl, 2);
+  const db = createDb(config.databaseUrl, 2, 'openline-start');
   try {
-    const { n } = await db.one('SELECT count(*)::int AS n FROM organizations');
-    if (n > 0) return;
-    const demo = await bootstrapOrganization(db, { org: 'Demo', scopes: [...DEFAULT_ALL_SCOPES], numbers: 3 });
-    say('first run: created the Demo organization with 3 sandbox numbers');
-    say(`  organization_id: ${demo.organization_id}`);
-    say(`  API key (shown once, store it now): ${demo.api_key}`);
-    say(`  numbers: ${demo.phone_numbers.join(', ')}`);
+    const orgs = await db.any<{ id: string; name: string; numbers: number }>(
+      `SELECT o.id, o.name, (SELECT count(*)::int FROM phone_numbers p WHERE p.organization_id = o.id AND p.status = 'ACTIVE') AS numbers
+         FROM organizations o ORDER BY o.created_at LIMIT 6`);
+    if (orgs.length > 0) {
+      say(`organizations in ${new URL(config.databaseUrl).pathname.slice(1)}:`);
+      for (const o of orgs.slice(0, 5)) say(`  ${o.name}  id ${o.id}  (${o.numbers} active numbers)`);
+      if (orgs.length > 5) say('  ...');
+      say(`a new API key: npm run --silent admin -- key create --org ${orgs[0].id}   (admin --help lists every command)`);
+      return;
+    }
+    const org = await bootstrapOrganization(db, { org: SANDBOX_ORG, scopes: [...DEFAULT_ALL_SCOPES], numbers: 3 });
+    say(`first run: created the organization "${SANDBOX_ORG}" with 3 numbers on the sandbox carrier (no real calls are placed)`);
+    say(`  organization_id: ${org.organization_id}`);
+    say(`  API key (shown once, store it now): ${org.api_key}`);
+    say('  it is a normal key with every scope (not a demo key); its numbers and calls live on the sandbox carrier');
+    say(`  numbers: ${org.phone_numbers.join(', ')}`);
   } finally {
     await db.$pool.end();
   }

@@ -159,3 +159,26 @@ t.test('bad arguments: exit 2, one stderr line, nothing created', async (t) => {
   t.same(await counts(), before, 'no organization, user, key or number was created');
   t.equal((await env.request('GET', '/v1/account', { key: org.api_key })).status, 200, 'the existing key was not revoked');
 });
+
+t.test('--help, help and help <command> list every command and flag, exit 0', async (t) => {
+  const [all, viaHelp, one, flag, unknown] = await Promise.all([
+    runAdmin(env.env, ['--help'], { direct: true }),
+    runAdmin(env.env, ['help']),
+    runAdmin(env.env, ['help', 'org', 'limits'], { direct: true }),
+    runAdmin(env.env, ['key', 'create', '--help'], { direct: true }),
+    runAdmin(env.env, ['help', 'frob'], { direct: true }),
+  ]);
+  for (const [what, r] of [['--help', all], ['help', viaHelp]] as const) {
+    t.equal(r.code, 0, `${what}: exit 0`);
+    for (const cmd of ['bootstrap', 'key create', 'key revoke', 'org limits', 'number limits']) t.match(r.stdout, `admin ${cmd} `, `${what} names ${cmd}`);
+    for (const f of ['--daily-spend-cap-cents', '--allowed-to', '--rate-limit', '--key-id', '--max-call-minutes', '--numbers']) t.match(r.stdout, f, `${what} lists ${f}`);
+  }
+  t.equal(one.code, 0);
+  t.match(one.stdout, /^admin org limits /);
+  t.match(one.stdout, '--content-policy standard|hipaa');
+  t.notMatch(one.stdout, 'admin key create', 'help <command> shows only that command');
+  t.equal(flag.code, 0, '<command> --help is help too');
+  t.match(flag.stdout, /^admin key create /);
+  t.equal(unknown.code, 2, 'help for an unknown command is a usage error');
+  t.match(unknown.stderr, /^admin: no command "frob"; expected one of: bootstrap, key create/);
+});

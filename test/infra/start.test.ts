@@ -47,7 +47,8 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
     t.pass('all four processes reported ready');
     const acct = await httpCall(`http://127.0.0.1:${base}`, 'GET', '/v1/account', { key });
     t.equal(acct.status, 200);
-    t.equal(acct.body.data.organization.name, 'Demo');
+    t.equal(acct.body.data.organization.name, 'Sandbox', 'the first organization is named for what it is');
+    t.match(out, 'it is a normal key with every scope (not a demo key)');
     t.equal(acct.body.data.footprint.phone_numbers, 3);
     for (const p of [signalingPort, mediaPort, workersPort]) {
       const h = await httpCall(`http://127.0.0.1:${p}`, 'GET', '/healthz');
@@ -66,4 +67,22 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
       .catch(() => t.fail(`${proc} did not stop gracefully:\n${out}`));
   }
   t.pass('every process stopped gracefully');
+
+  // A second run creates nothing and says which organization exists and how to make a key for it.
+  const org = /organization_id: (\S+)/.exec(out)?.[1];
+  const again = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out2 = '';
+  again.stdout.on('data', (d) => { out2 += d; });
+  again.stderr.on('data', (d) => { out2 += d; });
+  const exited2 = new Promise<number | null>((r) => again.once('exit', (c) => r(c)));
+  try {
+    await eventually(async () => out2.includes('a new API key:'), 60_000, 100);
+    t.match(out2, new RegExp(`Sandbox  id ${org}  \\(3 active numbers\\)`), 'the second run lists the organization');
+    t.match(out2, `a new API key: npm run --silent admin -- key create --org ${org}`, 'and how to make a key for it');
+    t.notMatch(out2, 'API key (shown once', 'no second organization or key');
+  } finally {
+    try { process.kill(-again.pid!, 'SIGTERM'); } catch { /* already gone */ }
+  }
+  await exited2;
+  await eventually(async () => /stopping all processes/.test(out2), 15_000, 100).catch(() => undefined);
 });
