@@ -25,6 +25,11 @@ t.test('webhook_url must be https and must not reach loopback, private, link-loc
     'https://[fe80::1]/hook',
     'https://[::ffff:127.0.0.1]/hook',
     'https://[::ffff:a9fe:a9fe]/hook',
+    'https://[64:ff9b:1::7f00:1]/hook', // local-use NAT64 of loopback
+    'https://[64:ff9b::7f00:1]/hook', // well-known NAT64 of loopback
+    'https://[2001::7f00:1]/hook', // Teredo
+    'https://[::ffff:0:7f00:1]/hook', // SIIT
+    'https://[2001:db8::1]/hook',
     'https://0.0.0.0/hook',
     'https://2130706433/hook', // 127.0.0.1 as one decimal number
     'https://0x7f.1/hook',
