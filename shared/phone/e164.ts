@@ -24,11 +24,26 @@ export interface ParsedNumber {
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 
+// A parse with the max metadata costs ~0.1 ms (the type is found by trying every type's pattern); numbers are
+// dialed again and again, so answers are remembered (bounded; cleared when full).
+const memo = new Map<string, Readonly<ParsedNumber> | null>();
+const MEMO_SIZE = 20_000;
+
 /** Returns null when the string is not a syntactically valid E.164 number (NANP numbers: +1 NPA NXX XXXX with
  *  NPA and NXX starting with 2-9). A syntactically fine number that libphonenumber does not know is returned
  *  with `valid: false`. */
-export function parseE164(input: string): ParsedNumber | null {
+export function parseE164(input: string): Readonly<ParsedNumber> | null {
   if (typeof input !== 'string' || !E164.test(input)) return null;
+  let parsed = memo.get(input);
+  if (parsed === undefined) {
+    parsed = parse(input);
+    if (memo.size >= MEMO_SIZE) memo.clear();
+    memo.set(input, parsed);
+  }
+  return parsed;
+}
+
+function parse(input: string): ParsedNumber | null {
   const nanp = input.startsWith('+1');
   if (nanp && !/^\+1[2-9]\d{2}[2-9]\d{6}$/.test(input)) return null;
   const lib = parsePhoneNumberFromString(input);
