@@ -4,8 +4,9 @@
 //   1 validation         destination_missing; a short code (911, 112, +44999, ...) is 403 destination_blocked
 //                        here, before the E.164 check; destination_invalid, validation_error
 //   2 key ceiling        403 forbidden (from/to outside the credential's bounds)
-//   3 destination rules  403 destination_blocked (emergency, special service, premium, international unless the
-//                        organization allows the country, demo keys outside the sandbox's numbers)
+//   3 destination rules  403 destination_blocked (emergency, special service, premium, special rate,
+//                        international unless the organization allows the country, demo keys outside the
+//                        sandbox's numbers); destination_invalid for numbers in no assigned range
 //   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
 //                        (still provisioning)
 //   5 call rate          429 rate_limited (category account_limit)
