@@ -44,6 +44,10 @@ export const ERROR_CODES = {
   content_policy_forbidden: { status: 403 },
   // Phone-number lifecycle: the number (or every number of the area code) is held by an organization.
   number_unavailable: { status: 409 },
+  // Webhook subscriptions: the same URL already subscribed to the event type (fields.conflicts_with names it), and
+  // the per-organization cap (a limit like the channel limit: 409, not a 429).
+  subscription_exists: { status: 409 },
+  subscription_limit_exceeded: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -52,6 +52,7 @@ export const webhookRoutes: Plugin = (routes) => {
       campaign_id: Type.Optional(Type.String({ maxLength: 200 })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
+    errors: ['subscription_exists', 'subscription_limit_exceeded'],
     handler: async ({ deps, principal, body }) => ({
       status: 201,
       body: { data: await createSubscription(deps.db, principal.organizationId, body, deps.config.webhookAllowInsecure) },

@@ -1,10 +1,12 @@
 // Placing a call (POST /v1/calls/dial and POST /v1/calls): the guardrails in their fixed order, channel admission,
 // one insert transaction, the dial job. A rejected call leaves no row and holds no channel.
 //
-//   1 validation         destination_missing, destination_invalid, validation_error
+//   1 validation         destination_missing; a short code (911, 112, +44999, ...) is 403 destination_blocked
+//                        here, before the E.164 check; destination_invalid, validation_error
 //   2 key ceiling        403 forbidden (from/to outside the credential's bounds)
-//   3 destination rules  403 destination_blocked (emergency, special service, premium, international unless the
-//                        organization allows the country, demo keys outside the sandbox's numbers)
+//   3 destination rules  403 destination_blocked (emergency, special service, premium, special rate,
+//                        international unless the organization allows the country, demo keys outside the
+//                        sandbox's numbers); destination_invalid for numbers in no assigned range
 //   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
 //                        (still provisioning)
 //   5 call rate          429 rate_limited (category account_limit)
@@ -13,8 +15,8 @@
 import type { Principal } from '../accounts/principal.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
-import { parseE164 } from '../phone/e164.ts';
-import { BLOCK_MESSAGES, classifyDestination, isDemoDestination } from './destinations.ts';
+import { isE164 } from '../phone/e164.ts';
+import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
 import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
@@ -56,7 +58,12 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   if (req.to === undefined || req.to === '') {
     throw new ApiError('destination_missing', `No destination: ${T} is required.`, { fields: { [T]: 'is required' } });
   }
-  if (!parseE164(req.to)) {
+  // Emergency and other short codes are refused as such, not as malformed numbers.
+  for (const [field, n] of [[T, req.to], ['connect_number', req.type === 'bridge' ? req.connect : undefined]] as const) {
+    const v = n === undefined ? null : shortCodeVerdict(n);
+    if (v && !v.ok && v.code === 'destination_blocked') throw blocked(field, BLOCK_MESSAGES[v.reason]);
+  }
+  if (!isE164(req.to)) {
     throw new ApiError('destination_invalid', `${T} is not a valid dialable E.164 number.`,
       { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
   }
@@ -67,12 +74,12 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     }
     throw validationError({ [F]: 'is required (the caller ID, an E.164 number of your organization)' });
   }
-  if (!parseE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
+  if (!isE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
   if (req.type === 'bridge') {
     if (req.connect === undefined) {
       throw validationError({ connect_number: 'is required: the phone rung first and bridged to to_number' });
     }
-    if (!parseE164(req.connect)) {
+    if (!isE164(req.connect)) {
       throw new ApiError('destination_invalid', 'connect_number is not a valid dialable E.164 number.',
         { fields: { connect_number: 'must be a dialable E.164 number' } });
     }

@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../db.ts';
-import { notFound, validationError } from '../errors.ts';
+import { ApiError, notFound, validationError } from '../errors.ts';
 import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import type { NewAttempt } from './attempt-log.ts';
@@ -47,7 +47,19 @@ export function subscriptionView(r: SubscriptionRow) {
   };
 }
 
-/** Validates (event type, URL scheme and SSRF rule) and stores a subscription with a fresh signing secret. */
+/** Live (not deleted) subscriptions an organization may have, active and disabled together. Each one is a
+ *  delivery per matching event, so the cap bounds what one event can fan out to. */
+export const MAX_SUBSCRIPTIONS_PER_ORGANIZATION = 100;
+
+const duplicateOf = (existing: { id: string }, eventType: string) => new ApiError('subscription_exists',
+  `This URL is already subscribed to ${eventType} (${existing.id}); one subscription delivers each event once.`,
+  { fields: { webhook_url: `is already subscribed to ${eventType}`, conflicts_with: existing.id },
+    resolutionHint: 'Use the existing subscription (POST .../enable turns a disabled one back on), or delete it first.' });
+
+/** Validates (event type, URL scheme and SSRF rule) and stores a subscription with a fresh signing secret.
+ *  Refuses a second live subscription of the same URL to the same event type (409 subscription_exists, with
+ *  fields.conflicts_with = the existing id) and more than MAX_SUBSCRIPTIONS_PER_ORGANIZATION (409
+ *  subscription_limit_exceeded). Both checks run under a per-organization lock, and a unique index backs the first. */
 export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean) {
   const fields: Record<string, string> = {};
   if (!isSubscribable(input.event_type)) {
@@ -55,14 +67,39 @@ export async function createSubscription(db: Db, organizationId: string, input: 
   }
   const url = await checkWebhookUrl(input.webhook_url, allowInsecure);
   if (!url.ok) fields.webhook_url = url.reason;
-  if (Object.keys(fields).length) throw validationError(fields);
-  const row = await db.one<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [newSubscriptionId(), organizationId, url.ok ? url.url.toString() : input.webhook_url, input.event_type,
-      input.workflow_id ?? null, input.campaign_id ?? null, newSigningSecret()],
-  );
-  return { ...subscriptionView(row), secret: row.secret };
+  if (Object.keys(fields).length || !url.ok) throw validationError(fields);
+  const webhookUrl = url.url.toString();
+  const live = 'organization_id = $1 AND deleted_at IS NULL';
+  const sameTarget = `${live} AND event_type = $2 AND md5(webhook_url) = md5($3) AND webhook_url = $3`;
+  try {
+    const row = await db.tx(async (tx) => {
+      await tx.one("SELECT pg_advisory_xact_lock(hashtextextended('webhook_subscriptions:' || $1, 0))", [organizationId]);
+      const existing = await tx.oneOrNone<{ id: string }>(`SELECT id FROM webhook_subscriptions WHERE ${sameTarget}`,
+        [organizationId, input.event_type, webhookUrl]);
+      if (existing) throw duplicateOf(existing, input.event_type);
+      const { n } = await tx.one<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE ${live}`, [organizationId]);
+      if (n >= MAX_SUBSCRIPTIONS_PER_ORGANIZATION) {
+        throw new ApiError('subscription_limit_exceeded',
+          `Your organization has ${n} webhook subscriptions; the limit is ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION}.`,
+          { resolutionHint: 'Delete subscriptions you no longer use; one subscription per URL and event type is enough.' });
+      }
+      return tx.one<SubscriptionRow>(
+        `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+        [newSubscriptionId(), organizationId, webhookUrl, input.event_type, input.workflow_id ?? null,
+          input.campaign_id ?? null, newSigningSecret()],
+      );
+    });
+    return { ...subscriptionView(row), secret: row.secret };
+  } catch (err) {
+    // The unique index: only reachable if a writer bypassed the lock (e.g. SQL by hand); answer the same 409.
+    if ((err as { code?: string }).code === '23505') {
+      const existing = await db.oneOrNone<{ id: string }>(`SELECT id FROM webhook_subscriptions WHERE ${sameTarget}`,
+        [organizationId, input.event_type, webhookUrl]);
+      if (existing) throw duplicateOf(existing, input.event_type);
+    }
+    throw err;
+  }
 }
 
 /** The organization's live subscriptions (active and disabled; deleted ones are gone), one keyset page. */

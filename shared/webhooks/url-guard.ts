@@ -1,22 +1,36 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
-// SSRF rule for webhook URLs. A receiver must be a public HTTPS endpoint: the URL is refused when its host is,
-// or resolves to, an address on a loopback, private, link-local (including the 169.254.169.254 metadata
-// service), CGNAT, unique-local, multicast or reserved range. The check runs when a subscription is created and
-// again on every new connection at delivery time (the `lookup` hook below), so a DNS answer that changes after
-// creation (DNS rebinding) cannot reach an internal address. WEBHOOK_ALLOW_INSECURE=1 turns the rule off and
-// also allows plain http:// (local development and tests only).
+// SSRF rule for webhook URLs. A receiver must be a public HTTPS endpoint: only globally reachable unicast
+// addresses pass. The check runs when a subscription is created and again on every new connection at delivery
+// time (the `lookup` hook below; IP literals in http-post.ts), so a DNS answer that changes after creation (DNS
+// rebinding) cannot reach an internal address. WEBHOOK_ALLOW_INSECURE=1 turns the rule off and also allows plain
+// http:// (local development and tests only).
+//
+// Allowlist view, from the IANA IPv4 and IPv6 special-purpose address registries:
+// - IPv4: every address except the special-purpose blocks below (private, loopback, CGNAT, link-local with the
+//   169.254.169.254 metadata service, documentation, benchmarking, 6to4 relay, multicast, reserved, broadcast),
+//   and the few special blocks IANA marks global but that are never a web receiver (AS112, AMT).
+// - IPv6: only global unicast 2000::/3 passes, minus its special-purpose blocks (2001::/23 IETF protocol
+//   assignments: Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID; 2001:db8::/32 and 3fff::/20
+//   documentation; 2002::/16 6to4; 5f00::/16 SRv6 SIDs; AS112). Everything outside 2000::/3 is refused
+//   (loopback, unspecified, ::/96 IPv4-compatible, ::ffff:0:0:0/96 SIIT, 64:ff9b:1::/48 local NAT64, 100::/64
+//   discard, fc00::/7, fe80::/10, fec0::/10, ff00::/8, ...) with two exceptions that carry an IPv4 address and
+//   are judged by it: IPv4-mapped ::ffff:0:0/96 and the well-known NAT64 prefix 64:ff9b::/96 (what a DNS64
+//   resolver answers for an IPv4-only receiver on an IPv6-only network).
 
-const blocked = new BlockList();
+const blockedV4 = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, bits, 'ipv4');
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.31.196.0', 24], ['192.52.193.0', 24], ['192.88.99.0', 24],
+  ['192.168.0.0', 16], ['192.175.48.0', 24], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) blockedV4.addSubnet(net, bits, 'ipv4');
+// Special-purpose blocks inside global unicast 2000::/3.
+const blockedV6 = new BlockList();
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(net, bits, 'ipv6');
+  ['2001::', 23], ['2001:db8::', 32], ['2002::', 16], ['2620:4f:8000::', 48], ['3fff::', 20], ['5f00::', 16],
+] as const) blockedV6.addSubnet(net, bits, 'ipv6');
 
 /** 16 bytes of an IPv6 address (accepts a trailing dotted quad), or null. */
 function v6bytes(addr: string): number[] | null {
@@ -41,29 +55,21 @@ function v6bytes(addr: string): number[] | null {
   return bytes;
 }
 
-/** The IPv4 address carried inside an IPv6 one (mapped, compatible, NAT64, 6to4), or null. */
-function embeddedV4(addr: string): string | null {
-  const b = v6bytes(addr);
-  if (!b) return null;
-  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
-  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return b.slice(12).join('.');
-  if (zero(0, 12)) return b.slice(12).join('.');
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return b.slice(12).join('.');
-  if (b[0] === 0x20 && b[1] === 0x02) return b.slice(2, 6).join('.');
-  return null;
-}
+const NAT64_WKP = [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0];
+const V4_MAPPED = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
 
 /** True for every address a webhook must never reach (and for anything that is not an IP address). */
 export function isForbiddenAddress(address: string): boolean {
   const a = address.replace(/^\[|\]$/g, '');
   const family = isIP(a);
-  if (family === 4) return blocked.check(a, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedV4(a);
-    if (v4 !== null) return blocked.check(v4, 'ipv4');
-    return blocked.check(a, 'ipv6');
-  }
-  return true;
+  if (family === 4) return blockedV4.check(a, 'ipv4');
+  if (family !== 6) return true;
+  const b = v6bytes(a);
+  if (!b) return true;
+  const prefixed = (p: number[]) => p.every((x, i) => b[i] === x);
+  if (prefixed(V4_MAPPED) || prefixed(NAT64_WKP)) return blockedV4.check(b.slice(12).join('.'), 'ipv4');
+  if ((b[0] & 0xe0) !== 0x20) return true; // outside global unicast 2000::/3
+  return blockedV6.check(a.replace(/%.*$/, ''), 'ipv6');
 }
 
 function resolveAll(host: string, timeoutMs = 5000): Promise<LookupAddress[]> {

@@ -73,7 +73,7 @@ t.test('key ceilings: from and to outside the credential\'s bounds are 403 forbi
 
 t.test('destination rules: 403 destination_blocked (compliance_block); the organization can allow a country', async (t) => {
   const org = await callOrg(env);
-  for (const to of ['+19115550123', '+14159111234', '+14154111234', '+14155551212', '+19005550123', '+19765550123', '+442079460123',
+  for (const to of ['+19115550123', '+14159111234', '+14154111234', '+14155551212', '+19005550123', '+14159765555', '+442079460123',
     '+18765550123', '+33142685300', '+881612345678']) {
     await rejected(t, org, () => post(org, body(org, { to_number: to })), 403, 'destination_blocked', 'compliance_block', 'to_number');
   }
@@ -84,6 +84,33 @@ t.test('destination rules: 403 destination_blocked (compliance_block); the organ
   t.equal((await post(org, body(org, { to_number: '+442079460123' }))).status, 202, 'GB allowed');
   await rejected(t, org, () => post(org, body(org, { to_number: '+449012345678' })), 403, 'destination_blocked', 'compliance_block', 'to_number');
   await rejected(t, org, () => post(org, body(org, { to_number: '+19115550123' })), 403, 'destination_blocked', 'compliance_block', 'to_number');
+});
+
+t.test('toll fraud: premium, shared-cost and special ranges stay closed whatever the allowlist; short codes are 403', async (t) => {
+  const org = await callOrg(env);
+  await setLimits(env.db, org.organization_id, { allow_countries: ['AT', 'CH', 'NL', 'BE', 'GB', 'DE', 'FR', 'RU'] });
+  const blockedAs: [string, RegExp][] = [
+    ['+43930123456', /premium/], ['+43900123456', /premium/], ['+41906123456', /premium/], ['+31909123456', /premium/],
+    ['+3290012345', /premium/], ['+44118118', /short code/], ['+333646', /short code/], ['+77011234567', /international/],
+    ['+15335550123', /special-rate/], ['+16005550123', /special-rate/], ['+16225550123', /special-rate/],
+    ['+447012345678', /special-rate/], ['911', /emergency/], ['+1911', /emergency/], ['112', /emergency/],
+    ['+44999', /emergency/], ['+3315', /emergency/],
+  ];
+  for (const [to, why] of blockedAs) {
+    const r = await rejected(t, org, () => post(org, body(org, { to_number: to })), 403, 'destination_blocked', 'compliance_block', 'to_number');
+    t.match(r.body.error.fields.to_number, why, `${to}: ${r.body.error.fields.to_number}`);
+  }
+  const kz = await post(org, body(org, { to_number: '+77011234567' }));
+  t.match(kz.body.error.resolution_hint, /--allow-countries KZ/, 'Kazakhstan is KZ, not opened by RU');
+  const emergency = await post(org, body(org, { connect_number: '112' }));
+  t.equal(emergency.status, 403, 'a bridge never rings an emergency number as its staff phone either');
+  t.match(emergency.body.error.fields.connect_number, /emergency/);
+  for (const to of ['+49190123456', '+32900123456', '+18805550123', '+18825550123']) {
+    await rejected(t, org, () => post(org, body(org, { to_number: to })), 400, 'destination_invalid', 'invalid_request', 'to_number');
+  }
+  for (const to of ['+442071838750', '+33142685300', '+4930123456', '+43125123456', '+41446681800', '+31201234567', '+74951234567']) {
+    t.equal((await post(org, body(org, { to_number: to }))).status, 202, `${to}: an ordinary number of an allowed country`);
+  }
 });
 
 t.test('demo keys only reach the sandbox\'s allowlisted (555) destinations', async (t) => {

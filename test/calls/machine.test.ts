@@ -166,7 +166,7 @@ t.test('destination rules', async (t) => {
   t.equal(v('+14154111234'), 'special_service', 'N11 exchange');
   t.equal(v('+14155551212'), 'special_service', 'directory assistance');
   t.equal(v('+19005550123'), 'premium');
-  t.equal(v('+19765550123'), 'premium');
+  t.equal(v('+19765550123'), 'invalid', 'NPA 976 is not assigned (the 976 exchange is the premium one)');
   t.equal(v('+14159765555'), 'premium', '976 exchange');
   t.equal(v('+18765550123'), 'international', 'Jamaica shares +1');
   t.equal(v('+18765550123', ['JM']), 'ok');

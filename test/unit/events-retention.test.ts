@@ -23,7 +23,8 @@ async function event(ageDays: number, relayed: boolean): Promise<string> {
 async function attempt(ageDays: number): Promise<number> {
   const sub = await env.db.one(
     `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, secret)
-     VALUES ('whsub_' || md5(random()::text), $1, 'https://example.com/h', 'sms_sent', 'whsec_x') RETURNING id`, [org.organization_id]);
+     VALUES ('whsub_' || md5(random()::text), $1, 'https://example.com/h/' || md5(random()::text), 'sms_sent', 'whsec_x')
+     RETURNING id`, [org.organization_id]); // one URL per subscription: a URL is subscribed to an event type once (010)
   const r = await env.db.one(
     `INSERT INTO webhook_delivery_attempts (subscription_id, organization_id, webhook_id, event_id, event_type, attempt,
        outcome, latency_ms, attempted_at)

@@ -8,14 +8,53 @@ import { deliveryId, newSigningSecret, signedHeaders } from '../../shared/webhoo
 import { checkWebhookUrl, isForbiddenAddress } from '../../shared/webhooks/url-guard.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 
-t.test('forbidden address ranges', async (t) => {
-  const forbidden = ['127.0.0.1', '127.255.0.1', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254',
-    '169.254.1.1', '100.64.0.1', '100.127.255.255', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1', '::', '::1',
-    'fd00::1', 'fc00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe',
-    '64:ff9b::a9fe:a9fe', '2002:7f00:1::', '[::1]', 'fd00:ec2::254', 'not-an-ip'];
-  const allowed = ['8.8.8.8', '93.184.216.34', '172.32.0.1', '100.128.0.1', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450::1'];
-  for (const a of forbidden) t.equal(isForbiddenAddress(a), true, `${a} forbidden`);
+t.test('forbidden address ranges: only globally reachable unicast passes (IANA special-purpose registries)', async (t) => {
+  const forbidden: [string, string][] = [
+    // IPv4
+    ['0.0.0.0', 'this network 0/8'], ['0.1.2.3', '0/8'], ['10.0.0.1', 'private 10/8'], ['10.255.255.255', '10/8'],
+    ['100.64.0.1', 'CGNAT 100.64/10'], ['100.127.255.255', 'CGNAT'], ['127.0.0.1', 'loopback'], ['127.255.0.1', 'loopback'],
+    ['169.254.169.254', 'metadata service'], ['169.254.1.1', 'link-local'], ['172.16.0.1', 'private 172.16/12'],
+    ['172.31.255.255', '172.16/12'], ['192.0.0.1', 'IETF protocol assignments 192.0.0/24'], ['192.0.0.170', 'NAT64 discovery'],
+    ['192.0.2.1', 'TEST-NET-1'], ['192.31.196.1', 'AS112'], ['192.52.193.1', 'AMT'], ['192.88.99.1', '6to4 relay anycast'],
+    ['192.168.0.1', 'private 192.168/16'], ['192.175.48.1', 'AS112 direct delegation'], ['198.18.0.1', 'benchmarking 198.18/15'],
+    ['198.19.255.255', 'benchmarking'], ['198.51.100.7', 'TEST-NET-2'], ['203.0.113.9', 'TEST-NET-3'], ['224.0.0.1', 'multicast'],
+    ['239.255.255.250', 'multicast'], ['240.0.0.1', 'reserved 240/4'], ['255.255.255.255', 'broadcast'],
+    // IPv6 outside 2000::/3
+    ['::', 'unspecified'], ['::1', 'loopback'], ['[::1]', 'bracketed loopback'], ['::7f00:1', 'IPv4-compatible ::/96'],
+    ['::5db8:d822', 'IPv4-compatible, even of a public address'], ['::ffff:127.0.0.1', 'mapped loopback'],
+    ['::ffff:7f00:1', 'mapped loopback, hex'], ['::ffff:10.0.0.1', 'mapped private'], ['::ffff:a9fe:a9fe', 'mapped metadata'],
+    ['::ffff:0:7f00:1', 'SIIT ::ffff:0:0:0/96'], ['::ffff:0:5db8:d822', 'SIIT, even of a public address'],
+    ['64:ff9b::7f00:1', 'NAT64 of loopback'], ['64:ff9b::a9fe:a9fe', 'NAT64 of the metadata service'],
+    ['64:ff9b::a00:1', 'NAT64 of 10/8'], ['64:ff9b:1::7f00:1', 'local-use NAT64 64:ff9b:1::/48'],
+    ['64:ff9b:1::5db8:d822', 'local-use NAT64, even of a public address'], ['100::1', 'discard-only 100::/64'],
+    ['fc00::1', 'unique local'], ['fd00::1', 'unique local'], ['fd00:ec2::254', 'EC2 IPv6 metadata'], ['fe80::1', 'link-local'],
+    ['febf::1', 'link-local'], ['fec0::1', 'site-local'], ['ff02::1', 'multicast'], ['ff0e::1', 'global multicast'],
+    ['1000::1', 'unassigned, outside 2000::/3'], ['4000::1', 'outside 2000::/3'],
+    // IPv6 special-purpose blocks inside 2000::/3
+    ['2001::1', 'Teredo 2001::/32'], ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'], ['2001:1::1', 'IETF assignments'],
+    ['2001:2::1', 'benchmarking 2001:2::/48'], ['2001:3::1', 'AMT'], ['2001:4:112::1', 'AS112'], ['2001:10::1', 'ORCHID'],
+    ['2001:20::1', 'ORCHIDv2'], ['2001:1ff::1', 'end of 2001::/23'], ['2001:db8::1', 'documentation'],
+    ['2001:db8:ffff::1', 'documentation'], ['2002:7f00:1::', '6to4 of loopback'], ['2002:a00:1::1', '6to4 of 10/8'],
+    ['2002:5db8:d822::1', '6to4, even of a public address'], ['2620:4f:8000::1', 'AS112 direct delegation'],
+    ['3fff::1', 'documentation 3fff::/20'], ['5f00::1', 'SRv6 SIDs'],
+    // not an address
+    ['not-an-ip', 'host name'], ['', 'empty'], ['1.2.3', 'partial'], ['::ffff:999.0.0.1', 'bad dotted quad'],
+  ];
+  const allowed = ['8.8.8.8', '93.184.216.34', '172.32.0.1', '100.128.0.1', '1.1.1.1', '192.0.1.1', '198.20.0.1', '223.255.255.254',
+    '2606:4700:4700::1111', '2a00:1450::1', '2001:200::1', '2001:4860:4860::8888', '2003::1', '3ffe::1', '::ffff:8.8.8.8',
+    '::ffff:5db8:d822', '64:ff9b::808:808', '64:ff9b::93.184.216.34'];
+  for (const [a, why] of forbidden) t.equal(isForbiddenAddress(a), true, `${a} forbidden (${why})`);
   for (const a of allowed) t.equal(isForbiddenAddress(a), false, `${a} allowed`);
+});
+
+t.test('URL rule refuses every non-global literal at creation, including NAT64, Teredo and SIIT spellings', async (t) => {
+  for (const u of ['https://[64:ff9b:1::7f00:1]/', 'https://[2001::1]/', 'https://[::ffff:0:7f00:1]/', 'https://[64:ff9b::7f00:1]/',
+    'https://[2002:7f00:1::]/', 'https://[100::1]/', 'https://[2001:db8::1]/', 'https://[fec0::1]/', 'https://[ff02::1]/',
+    'https://[::ffff:127.0.0.1]/', 'https://255.255.255.255/', 'https://198.18.0.1/', 'https://0x7f000001/', 'https://017700000001/']) {
+    t.match(await checkWebhookUrl(u, false), { ok: false, reason: /must not point/ }, u);
+  }
+  t.match(await checkWebhookUrl('https://[2606:4700:4700::1111]/hook', false), { ok: true });
+  t.match(await checkWebhookUrl('https://[64:ff9b::808:808]/hook', false), { ok: true }, 'NAT64 of a public address');
 });
 
 t.test('URL rule: https only, and WEBHOOK_ALLOW_INSECURE opens http and private addresses', async (t) => {
@@ -96,6 +135,9 @@ t.test('the poster: success, non-2xx, redirect, timeout, and the SSRF rule at de
   t.match(await strict.post(rx.url('/x'), h, '{}'), { ok: false, error: /only https/ });
   t.match(await strict.post('https://127.0.0.1:1/x', h, '{}'), { ok: false, error: /refused: 127\.0\.0\.1/ });
   t.match(await strict.post('https://169.254.169.254/latest', h, '{}'), { ok: false, error: /refused/ });
+  for (const literal of ['https://[64:ff9b:1::7f00:1]:1/x', 'https://[2001::7f00:1]:1/x', 'https://[::ffff:0:7f00:1]:1/x']) {
+    t.match(await strict.post(literal, h, '{}'), { ok: false, error: /refused/ }, `${literal}: refused at delivery time too`);
+  }
   // A host name is checked when the connection is made (a DNS answer that changed since creation).
   t.match(await strict.post('https://localhost:1/x', h, '{}'), { ok: false, error: /refused: localhost resolves to a forbidden address/ });
   t.equal(rx.requests.length, before, 'nothing reached the receiver');

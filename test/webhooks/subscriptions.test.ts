@@ -25,6 +25,11 @@ t.test('webhook_url must be https and must not reach loopback, private, link-loc
     'https://[fe80::1]/hook',
     'https://[::ffff:127.0.0.1]/hook',
     'https://[::ffff:a9fe:a9fe]/hook',
+    'https://[64:ff9b:1::7f00:1]/hook', // local-use NAT64 of loopback
+    'https://[64:ff9b::7f00:1]/hook', // well-known NAT64 of loopback
+    'https://[2001::7f00:1]/hook', // Teredo
+    'https://[::ffff:0:7f00:1]/hook', // SIIT
+    'https://[2001:db8::1]/hook',
     'https://0.0.0.0/hook',
     'https://2130706433/hook', // 127.0.0.1 as one decimal number
     'https://0x7f.1/hook',
@@ -169,6 +174,76 @@ t.test('Idempotency-Key replays the creation (same id and secret), not a second 
   t.same(b.body, a.body);
   const n = await env.db.one('SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1', [org.organization_id]);
   t.equal(n.n, 1);
+});
+
+t.test('one subscription per (URL, event type): a duplicate is 409 subscription_exists naming the existing id', async (t) => {
+  const org = await env.bootstrap();
+  const first = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'call_completed' });
+  t.equal(first.status, 201);
+  const id = first.body.data.id;
+  // The same URL however it is spelled (default port, upper-case scheme and host are normalized away).
+  for (const webhook_url of [PUBLIC, 'https://93.184.216.34:443/hooks/openline', 'HTTPS://93.184.216.34/hooks/openline']) {
+    const dup = await post(org.api_key, { webhook_url, event_type: 'call_completed', workflow_id: 'wf_other' });
+    t.equal(dup.status, 409, webhook_url);
+    t.equal(dup.body.error.code, 'subscription_exists');
+    t.equal(dup.body.error.fields.conflicts_with, id, 'fields.conflicts_with is the existing subscription');
+    t.match(dup.body.error.fields.webhook_url, /already subscribed to call_completed/);
+  }
+  t.equal((await post(org.api_key, { webhook_url: PUBLIC, event_type: 'call_failed' })).status, 201, 'another event type');
+  t.equal((await post(org.api_key, { webhook_url: PUBLIC + '?b=1', event_type: 'call_completed' })).status, 201, 'another URL');
+  const other = await env.bootstrap();
+  t.equal((await post(other.api_key, { webhook_url: PUBLIC, event_type: 'call_completed' })).status, 201, 'another organization');
+
+  // A disabled subscription (410) still counts: the answer points at it, to be re-enabled.
+  await env.db.none(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = 'gone', disabled_at = now() WHERE id = $1`, [id]);
+  const disabledDup = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'call_completed' });
+  t.equal(disabledDup.status, 409);
+  t.equal(disabledDup.body.error.fields.conflicts_with, id);
+  // A deleted one does not.
+  t.equal((await env.request('DELETE', `/api/v1/webhook_subscriptions/${id}`, { key: org.api_key })).status, 204);
+  const again = await post(org.api_key, { webhook_url: PUBLIC, event_type: 'call_completed' });
+  t.equal(again.status, 201, 'subscribable again once the first is deleted');
+  t.not(again.body.data.id, id);
+
+  // Concurrent duplicates: exactly one is created, the others name it.
+  const url = PUBLIC + '/race';
+  const rs = await Promise.all(Array.from({ length: 8 }, () => post(org.api_key, { webhook_url: url, event_type: 'sms_sent' })));
+  const created = rs.filter((r) => r.status === 201);
+  t.equal(created.length, 1, 'one 201');
+  t.same(rs.filter((r) => r.status === 409).map((r) => r.body.error.fields.conflicts_with), Array(7).fill(created[0].body.data.id), 'seven 409s naming it');
+  const { n } = await env.db.one(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1 AND webhook_url = $2
+    AND deleted_at IS NULL`, [org.organization_id, url]);
+  t.equal(n, 1, 'one row');
+  // The unique index backs the rule for writers that bypass the API.
+  await t.rejects(env.db.none(`INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, secret)
+    VALUES ('whsub_sql_dup', $1, $2, 'sms_sent', 'whsec_x')`, [org.organization_id, url]), { code: '23505' });
+});
+
+t.test('at most 100 live subscriptions per organization: the next is 409 subscription_limit_exceeded, even under concurrency', async (t) => {
+  const org = await env.bootstrap();
+  // 95 existing subscriptions (written directly: the API is exercised for the last ones).
+  await env.db.none(`INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, secret)
+    SELECT 'whsub_cap_' || i, $1, $2 || '/' || i, 'call_completed', 'whsec_x' FROM generate_series(1, 95) AS i`,
+  [org.organization_id, PUBLIC]);
+  const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => post(org.api_key, { webhook_url: `${PUBLIC}/new-${i}`, event_type: 'call_completed' })));
+  t.equal(rs.filter((r) => r.status === 201).length, 5, 'five fit under the cap');
+  const refused = rs.filter((r) => r.status === 409);
+  t.equal(refused.length, 5, 'five are refused');
+  for (const r of refused) {
+    t.equal(r.body.error.code, 'subscription_limit_exceeded');
+    t.match(r.body.error.message, /limit is 100/);
+  }
+  const live = async () => (await env.db.one('SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1 AND deleted_at IS NULL',
+    [org.organization_id])).n;
+  t.equal(await live(), 100);
+  // Disabled subscriptions count; deleted ones free a place.
+  await env.db.none(`UPDATE webhook_subscriptions SET status = 'disabled' WHERE id = 'whsub_cap_1'`);
+  t.equal((await post(org.api_key, { webhook_url: `${PUBLIC}/more`, event_type: 'call_completed' })).status, 409);
+  t.equal((await env.request('DELETE', '/api/v1/webhook_subscriptions/whsub_cap_2', { key: org.api_key })).status, 204);
+  t.equal((await post(org.api_key, { webhook_url: `${PUBLIC}/more`, event_type: 'call_completed' })).status, 201);
+  t.equal(await live(), 100);
+  const r = await env.request('GET', '/v1/openapi.json');
+  t.match(r.body.paths['/api/v1/webhook_subscriptions'].post.responses['409'].description, /subscription_exists.*subscription_limit_exceeded/);
 });
 
 t.test('the OpenAPI document lists the webhook routes', async (t) => {
