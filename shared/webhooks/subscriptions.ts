@@ -5,7 +5,7 @@ import { keysetClause, type PageParams } from '../pagination.ts';
 import type { NewAttempt } from './attempt-log.ts';
 import { isSubscribable, SUBSCRIBABLE_EVENT_TYPES } from './event-types.ts';
 import { newSigningSecret } from './signing.ts';
-import { checkWebhookUrl } from './url-guard.ts';
+import { checkWebhookUrl, LOCAL_RECEIVER_HINT } from './url-guard.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -67,7 +67,10 @@ export async function createSubscription(db: Db, organizationId: string, input: 
   }
   const url = await checkWebhookUrl(input.webhook_url, allowInsecure);
   if (!url.ok) fields.webhook_url = url.reason;
-  if (Object.keys(fields).length || !url.ok) throw validationError(fields);
+  if (Object.keys(fields).length || !url.ok) {
+    throw new ApiError('validation_error', 'The request is invalid; see fields.',
+      { fields, resolutionHint: !url.ok && url.insecureWouldAllow ? LOCAL_RECEIVER_HINT : undefined });
+  }
   const webhookUrl = url.url.toString();
   const live = 'organization_id = $1 AND deleted_at IS NULL';
   const sameTarget = `${live} AND event_type = $2 AND md5(webhook_url) = md5($3) AND webhook_url = $3`;

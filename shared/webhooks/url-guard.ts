@@ -82,7 +82,13 @@ function resolveAll(host: string, timeoutMs = 5000): Promise<LookupAddress[]> {
   });
 }
 
-export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+/** `insecureWouldAllow`: refused only by the rule WEBHOOK_ALLOW_INSECURE switches off (http://, private address). */
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string; insecureWouldAllow?: boolean };
+
+/** What to tell a developer whose local receiver was refused. */
+export const LOCAL_RECEIVER_HINT = 'For local development (a receiver on localhost or a private network), run the platform with '
+  + 'WEBHOOK_ALLOW_INSECURE=1, which allows http:// and private addresses; never set it in production. Otherwise expose the '
+  + 'receiver on a public https:// URL (for example through a tunnel).';
 
 /** Validates a webhook URL against the scheme and SSRF rules (resolving its host). */
 export async function checkWebhookUrl(raw: string, allowInsecure: boolean): Promise<UrlCheck> {
@@ -93,7 +99,8 @@ export async function checkWebhookUrl(raw: string, allowInsecure: boolean): Prom
     return { ok: false, reason: 'must be an absolute URL' };
   }
   if (url.protocol !== 'https:' && !(allowInsecure && url.protocol === 'http:')) {
-    return { ok: false, reason: allowInsecure ? 'must be an http or https URL' : 'must be an https:// URL' };
+    return allowInsecure ? { ok: false, reason: 'must be an http or https URL' }
+      : { ok: false, reason: 'must be an https:// URL', insecureWouldAllow: url.protocol === 'http:' };
   }
   if (url.username || url.password) return { ok: false, reason: 'must not contain a user name or password' };
   if (!url.hostname) return { ok: false, reason: 'must name a host' };
@@ -101,7 +108,7 @@ export async function checkWebhookUrl(raw: string, allowInsecure: boolean): Prom
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
     return isForbiddenAddress(host)
-      ? { ok: false, reason: `must not point to a loopback, private, link-local or metadata address (${host})` }
+      ? { ok: false, reason: `must not point to a loopback, private, link-local or metadata address (${host})`, insecureWouldAllow: true }
       : { ok: true, url };
   }
   let addrs: LookupAddress[];
@@ -111,7 +118,7 @@ export async function checkWebhookUrl(raw: string, allowInsecure: boolean): Prom
     return { ok: false, reason: `host ${host} does not resolve` };
   }
   const bad = addrs.find((a) => isForbiddenAddress(a.address));
-  if (bad) return { ok: false, reason: `host ${host} resolves to a loopback, private, link-local or metadata address (${bad.address})` };
+  if (bad) return { ok: false, reason: `host ${host} resolves to a loopback, private, link-local or metadata address (${bad.address})`, insecureWouldAllow: true };
   if (!addrs.length) return { ok: false, reason: `host ${host} does not resolve` };
   return { ok: true, url };
 }

@@ -44,6 +44,10 @@ t.test('webhook_url must be https and must not reach loopback, private, link-loc
     t.equal(r.status, 400, webhook_url);
     t.equal(r.body.error.code, 'validation_error', webhook_url);
     t.type(r.body.error.fields?.webhook_url, 'string', `${webhook_url}: ${r.body.error.fields?.webhook_url}`);
+    // A local receiver (http://, loopback, private) is told how to allow it for development; a malformed URL is not.
+    const local = webhook_url.startsWith('http://') || /127\.|10\.0|172\.16|192\.168|\[::1\]|\[fd00|localhost\//.test(webhook_url);
+    if (local) t.match(r.body.error.resolution_hint, 'WEBHOOK_ALLOW_INSECURE=1', `${webhook_url}: hint for local development`);
+    if (/^(not a url|ftp:)/.test(webhook_url) || webhook_url.includes('user:pass')) t.notOk(r.body.error.resolution_hint, `${webhook_url}: no hint`);
   }
   const rows = await env.db.one('SELECT count(*)::int AS n FROM webhook_subscriptions WHERE organization_id = $1', [org.organization_id]);
   t.equal(rows.n, 0, 'nothing stored');
