@@ -194,7 +194,7 @@ t.test('sandbox script table', async (t) => {
   t.same(sandboxScript('+14155550002', 'destination', 30).at(-1), { kind: 'ended', reason: 'no_answer', at: 30 });
 });
 
-t.test('numbered carrier events: one that overtook its predecessor waits (or is forced)', async (t) => {
+t.test('numbered carrier events: one that overtook its predecessor waits (or applies once it is known lost)', async (t) => {
   const seq = (input: Input, n: number): Input => (input.type === 'carrier' ? { ...input, event: { ...input.event, seq: n } } : input);
   const ringing = run(newCall('ai'), { type: 'originate', at: at(0) }, ev('destination', 'ringing', 0)).call;
   t.equal(ringing.legs.destination!.last_seq, undefined, 'ringing is not numbered');
@@ -205,7 +205,7 @@ t.test('numbered carrier events: one that overtook its predecessor waits (or is 
   t.equal(answered.legs.destination!.last_seq, 1);
   const ended = step(answered, seq(ev('destination', 'ended', 12, 'completed'), 2));
   t.match(ended.call, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 10 });
-  const forced = step(ringing, { ...seq(ev('destination', 'ended', 12, 'completed'), 2), force: true } as Input);
-  t.equal(forced.result, 'applied', 'forced once the predecessor is given up on');
+  const forced = step(ringing, { ...seq(ev('destination', 'ended', 12, 'completed'), 2), predecessorLost: true } as Input);
+  t.equal(forced.result, 'applied', 'applied once the predecessor is known lost');
   t.equal(step(ringing, ev('destination', 'ended', 5, 'local_hangup')).result, 'applied', 'events without seq apply as they come');
 });

@@ -9,6 +9,8 @@ import type { Processor } from '../processor.ts';
 export const callsDial: Processor<DialJob> = {
   queue: DIAL_QUEUE,
   concurrency: 50,
+  // A crashed process's dial jobs come back within seconds, not after BullMQ's default 30 s lock.
+  workerOptions: { lockDuration: 5000, stalledInterval: 5000 },
   async process(job, deps) {
     const rt = callRuntime(deps, true);
     const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
