@@ -9,6 +9,7 @@
 //   RINGING --leg answers then reports screening--> COMPLETED (call_outcome screened)
 //   QUEUED --hangup (any mode)--> CANCELED      RINGING --hangup--> CANCELED      ANSWERED --hangup--> COMPLETED
 //   setup_failed / cancel_setup only act on QUEUED (never interrupt an originated call).
+//   QUEUED --caller_id_released (the number left the organization before origination)--> CANCELED, nothing dialed.
 import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
 import {
   FAILURES, LEG_RANK, isTerminal, type AsyncFailureCode, type CallOutcome, type CallRow, type CallStatus, type HangupMode,
@@ -28,7 +29,10 @@ export type Input =
   | { type: 'carrier'; event: CarrierEvent; predecessorLost?: boolean }
   | { type: 'hangup'; mode: HangupMode; at: Date }
   | { type: 'limit'; at: Date }
-  | { type: 'force_end'; at: Date };
+  | { type: 'force_end'; at: Date }
+  /** The call's caller ID is no longer an ACTIVE number of its organization (released, maybe bought by another):
+   *  a QUEUED call ends without dialing; an originated call went out while the number was held and runs on. */
+  | { type: 'caller_id_released'; at: Date };
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -149,6 +153,10 @@ export function step(current: MachineCall, input: Input): Step {
       if (isTerminal(call.status)) return noop(current, 'already_ended');
       if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'max_duration_reached' }, input.at);
       return end(call, { status: 'FAILED', outcome: 'failed', reason: 'setup_timeout' }, input.at);
+    }
+    case 'caller_id_released': {
+      if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
+      return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: 'caller_id_released' }, input.at);
     }
     case 'carrier': return carrierStep(current, call, input.event, input.predecessorLost === true);
   }
