@@ -209,3 +209,16 @@ t.test('numbered carrier events: one that overtook its predecessor waits (or app
   t.equal(forced.result, 'applied', 'applied once the predecessor is known lost');
   t.equal(step(ringing, ev('destination', 'ended', 5, 'local_hangup')).result, 'applied', 'events without seq apply as they come');
 });
+
+t.test('caller_id_released: a queued call ends without dialing; an originated one runs on', async (t) => {
+  const s = step(newCall(), { type: 'caller_id_released', at: at(1) });
+  t.equal(s.result, 'applied');
+  t.match(s.call, { status: 'CANCELED', call_outcome: 'connection_unconfirmed', disconnection_reason: 'caller_id_released',
+    failure_code: null, picked_up: false, duration_seconds: 0, cost_cents: 0 });
+  t.same(s.effects, [{ kind: 'release' }], 'nothing to hang up: no leg was originated');
+  t.ok(s.ended);
+  const ringing = step(newCall(), { type: 'originate', at: at(0) }).call;
+  t.equal(step(ringing, { type: 'caller_id_released', at: at(1) }).result, 'already_originated');
+  t.equal(step(s.call, { type: 'caller_id_released', at: at(2) }).result, 'already_ended');
+  t.equal(step(s.call, { type: 'originate', at: at(2) }).result, 'already_ended', 'its dial job then finds it over');
+});

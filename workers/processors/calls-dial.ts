@@ -15,8 +15,10 @@ export const callsDial: Processor<DialJob> = {
     const rt = callRuntime(deps, true);
     const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
     if (!applied) return 'missing';
-    // A retry after a crash between commit and carrier command: the transition is done, repeat what it called for.
-    if (job.attemptsMade > 0 && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
+    // A retry, or a job taken again after its process died between commit and carrier command: the transition is
+    // done, repeat what it called for.
+    const takenBefore = job.attemptsMade > 0 || job.attemptsStarted > 1;
+    if (takenBefore && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
     return applied.step.result;
   },
 };
