@@ -16,7 +16,7 @@ await runProcess(log, async () => {
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
   const deps: WorkerDeps = { config, db, redis, key: keyer(config.redisPrefix), log };
   const workers = PROCESSORS.map((p) => {
-    const w = new Worker(p.queue, (job) => p.process(job, deps), {
+    const w = new Worker(p.queue, (job, token) => p.process(job, deps, token), {
       ...p.workerOptions,
       connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix, concurrency: p.concurrency,
     });

@@ -20,7 +20,8 @@ export interface Processor<D = unknown> {
   concurrency: number;
   /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner. */
   workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
-  process(job: Job<D>, deps: WorkerDeps): Promise<unknown>;
+  /** token: the job's lock token, for processors that move their job themselves (e.g. back to delayed). */
+  process(job: Job<D>, deps: WorkerDeps, token?: string): Promise<unknown>;
 }
 
 /** A long-running loop that is not a queue (the outbox relay, reconcilers): started and stopped with the process. */

@@ -1,6 +1,7 @@
 import { WebhookReceiver } from 'livekit-server-sdk';
 import { publishCarrierEvent } from '../../shared/carriers/carrier.ts';
 import { carrierEventFromWebhook } from '../../shared/carriers/livekit.ts';
+import { sequenceAtReceipt } from '../../shared/carriers/receipt-order.ts';
 import type { LiveKitSettings } from '../../shared/config.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { HttpGateway } from '../http/server.ts';
@@ -22,9 +23,12 @@ export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings)
       return json(401, { error: { code: 'unauthorized', message: 'The webhook signature did not verify.' } });
     }
     const carrierEvent = carrierEventFromWebhook(ev);
-    // LiveKit retries a webhook it considers undelivered; its event id keeps a repeat from being queued twice.
+    // LiveKit retries a webhook it considers undelivered; its event id keeps a repeat from being queued twice (a
+    // numbered event: the same number, hence the same job id). Answers and ends are numbered in receipt order.
     if (carrierEvent) {
-      await publishCarrierEvent(callRuntime(gateway.deps).queues.carrierEvents, carrierEvent, { dedupId: `lk-${ev.id}` });
+      const { redis, key } = gateway.deps;
+      const numbered = await sequenceAtReceipt(redis, key, carrierEvent, `lk-${ev.id}`);
+      await publishCarrierEvent(callRuntime(gateway.deps).queues.carrierEvents, numbered, { dedupId: `lk-${ev.id}` });
     }
     return json(200, { received: true, mapped: carrierEvent !== null });
   });

@@ -2,6 +2,8 @@ import { Type } from '@sinclair/typebox';
 import {
   availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber,
 } from '../../shared/numbers/lifecycle.ts';
+import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
+import { callRuntime } from '../../shared/calls/runtime.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
@@ -78,8 +80,12 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
-    handler: async ({ deps, principal, params }) => ({
-      status: 200, body: { data: numberDetailView(await releaseNumber(deps.db, principal.organizationId, params.id)) },
-    }),
+    handler: async ({ deps, principal, params }) => {
+      const row = await releaseNumber(deps.db, principal.organizationId, params.id);
+      // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
+      await cancelQueuedCallsFrom(callRuntime(deps), principal.organizationId, row.id).catch((err) =>
+        deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));
+      return { status: 200, body: { data: numberDetailView(row) } };
+    },
   });
 };

@@ -9,6 +9,7 @@
 //   RINGING --leg answers then reports screening--> COMPLETED (call_outcome screened)
 //   QUEUED --hangup (any mode)--> CANCELED      RINGING --hangup--> CANCELED      ANSWERED --hangup--> COMPLETED
 //   setup_failed / cancel_setup only act on QUEUED (never interrupt an originated call).
+//   QUEUED --caller_id_released (the number left the organization before origination)--> CANCELED, nothing dialed.
 import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
 import {
   FAILURES, LEG_RANK, isTerminal, type AsyncFailureCode, type CallOutcome, type CallRow, type CallStatus, type HangupMode,
@@ -23,11 +24,15 @@ export type MachineCall = Pick<CallRow,
 
 export type Input =
   | { type: 'originate'; at: Date }
-  /** force: apply even when an earlier event of the leg (by seq) is still missing. */
-  | { type: 'carrier'; event: CarrierEvent; force?: boolean }
+  /** predecessorLost: apply even though the leg's previous numbered event was not applied; only when that event is
+   *  known lost (shared/calls/event-order.ts). */
+  | { type: 'carrier'; event: CarrierEvent; predecessorLost?: boolean }
   | { type: 'hangup'; mode: HangupMode; at: Date }
   | { type: 'limit'; at: Date }
-  | { type: 'force_end'; at: Date };
+  | { type: 'force_end'; at: Date }
+  /** The call's caller ID is no longer an ACTIVE number of its organization (released, maybe bought by another):
+   *  a QUEUED call ends without dialing; an originated call went out while the number was held and runs on. */
+  | { type: 'caller_id_released'; at: Date };
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -40,7 +45,7 @@ export type Effect =
   | { kind: 'release' };
 
 /** What an input did: `applied` changed the call; the others explain why nothing happened. `out_of_order`: a
- *  carrier event arrived before an earlier one of its leg; retry it later (or force it). */
+ *  carrier event arrived before an earlier one of its leg; retry it later (or apply it once that one is lost). */
 export type Result = 'applied' | 'ignored' | 'already_ended' | 'already_originated' | 'out_of_order';
 
 export interface Step {
@@ -149,16 +154,20 @@ export function step(current: MachineCall, input: Input): Step {
       if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'max_duration_reached' }, input.at);
       return end(call, { status: 'FAILED', outcome: 'failed', reason: 'setup_timeout' }, input.at);
     }
-    case 'carrier': return carrierStep(current, call, input.event, input.force === true);
+    case 'caller_id_released': {
+      if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
+      return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: 'caller_id_released' }, input.at);
+    }
+    case 'carrier': return carrierStep(current, call, input.event, input.predecessorLost === true);
   }
 }
 
-function carrierStep(current: MachineCall, call: MachineCall, ev: CarrierEvent, force: boolean): Step {
+function carrierStep(current: MachineCall, call: MachineCall, ev: CarrierEvent, predecessorLost: boolean): Step {
   const leg: Leg | undefined = call.legs[ev.role];
   if (!leg) return noop(current);
   const next = STATUS_OF_KIND[ev.kind];
   if (leg.status === 'ENDED' || LEG_RANK[next] <= LEG_RANK[leg.status]) return noop(current);
-  if (ev.seq !== undefined && ev.seq > (leg.last_seq ?? 0) + 1 && !force && leg.status !== 'PENDING') return noop(current, 'out_of_order');
+  if (ev.seq !== undefined && ev.seq > (leg.last_seq ?? 0) + 1 && !predecessorLost && leg.status !== 'PENDING') return noop(current, 'out_of_order');
   const wasAnswered = leg.status === 'ANSWERED';
   leg.status = next;
   if (ev.seq !== undefined) leg.last_seq = Math.max(leg.last_seq ?? 0, ev.seq);

@@ -56,7 +56,7 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
         `BEGIN; SELECT * FROM calls WHERE id = $1${organizationId ? ' AND organization_id = $2' : ''} FOR UPDATE`,
         [callId, organizationId],
       );
-      const s = row ? step(row, input) : null;
+      const s = row ? step(row, await withCallerIdCheck(t, row, input)) : null;
       if (!row || !s || s.result !== 'applied') {
         await t.none('COMMIT');
         open = false;
@@ -86,6 +86,17 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
   });
   if (applied?.step.ended) wakeRelay(db);
   return applied;
+}
+
+/** Origination re-checks, under the call's lock, that the caller ID is still the organization's ACTIVE number (it
+ *  may have been released, and bought by another organization, while the call was queued). FOR SHARE holds off a
+ *  concurrent release until this transaction ends, so a number is never released between the check and the move. */
+async function withCallerIdCheck(t: { oneOrNone: Db['oneOrNone'] }, row: CallRow, input: Input): Promise<Input> {
+  if (input.type !== 'originate' || row.status !== 'QUEUED' || row.phone_number_id === null) return input;
+  const held = await t.oneOrNone(
+    `SELECT 1 FROM phone_numbers WHERE id = $1 AND organization_id = $2 AND status = 'ACTIVE' FOR SHARE`,
+    [row.phone_number_id, row.organization_id]);
+  return held ? input : { type: 'caller_id_released', at: input.at };
 }
 
 function updateSql(c: CallRow): string {

@@ -89,9 +89,10 @@ export interface CarrierEvent {
   reason?: LegEndReason;
   /** When it happened at the carrier (ISO 8601). */
   at: string;
-  /** Optional: this event's position among the leg's events (1, 2, 3, ...) when the carrier knows the order. The
-   *  workers hold back an event whose predecessor has not been applied yet (queued events can be processed out of
-   *  order, e.g. after a restart when several were due at once). Events without seq are applied as they come. */
+  /** Optional: this event's position among the leg's events (1, 2, 3, ...). The workers apply event n only once
+   *  n-1 was applied or is known lost (its job, `sequencedEventJobId(legId, n-1)`, no longer exists or failed for
+   *  good), however long that takes: queued events can be taken out of order, e.g. after a crash left the
+   *  predecessor's job locked by a dead process. Events without seq are applied as they come. */
   seq?: number;
 }
 
@@ -120,11 +121,15 @@ export const CARRIER_EVENT_JOB_OPTS = {
   removeOnFail: { age: 7 * 86400 },
 };
 
-/** Puts one carrier event on the queue, now or after `delayMs`. `dedupId` (no ':' allowed) makes repeats no-ops. */
+/** The job id of a leg's numbered event: deterministic, so the workers can look its predecessor's job up. */
+export const sequencedEventJobId = (legId: string, seq: number) => `ev-${legId}-${seq}`;
+
+/** Puts one carrier event on the queue, now or after `delayMs`. A numbered event (seq) always gets
+ *  sequencedEventJobId as its job id (a repeat is a no-op); `dedupId` (no ':' allowed) does that for the others. */
 export async function publishCarrierEvent(queue: Queue, ev: CarrierEvent, opts: { delayMs?: number; dedupId?: string } = {}) {
   await queue.add(ev.kind, ev, {
     ...CARRIER_EVENT_JOB_OPTS,
     delay: opts.delayMs && opts.delayMs > 0 ? Math.round(opts.delayMs) : undefined,
-    jobId: opts.dedupId,
+    jobId: ev.seq !== undefined ? sequencedEventJobId(ev.legId, ev.seq) : opts.dedupId,
   });
 }

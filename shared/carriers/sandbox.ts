@@ -4,7 +4,7 @@
 // sandbox seconds; SANDBOX_TIME_SCALE multiplies them (0.01 makes a 10 s conversation last 100 ms).
 import type { Queue } from 'bullmq';
 import {
-  publishCarrierEvent, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
+  publishCarrierEvent, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
   type LegRef, type LegRole, type OriginateRequest,
 } from './carrier.ts';
 
@@ -69,7 +69,12 @@ function talkSeconds(number: string): number {
   }
 }
 
-const jobId = (legId: string, kind: CarrierEventKind) => `sbx-${legId}-${kind}`;
+/** Job ids of a leg's unnumbered events (ringing, our own hang-up); numbered ones use sequencedEventJobId. A
+ *  sandbox leg has at most two numbered events: its answer (1) and its end (2), or just its end (1). */
+const jobId = (legId: string, kind: 'ringing' | 'ended') => `sbx-${legId}-${kind}`;
+const MAX_SEQ = 2;
+const scriptedJobIds = (legId: string) =>
+  [jobId(legId, 'ringing'), ...Array.from({ length: MAX_SEQ }, (_, i) => sequencedEventJobId(legId, i + 1))];
 
 export class SandboxCarrier implements Carrier {
   readonly name = 'sandbox';
@@ -92,15 +97,16 @@ export class SandboxCarrier implements Carrier {
     for (const step of sandboxScript(req.number, req.role, req.ringTimeoutSeconds)) {
       const at = t0 + this.ms(step.at);
       await publishCarrierEvent(this.events, this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
-        { delayMs: at - this.now(), dedupId: jobId(req.legId, step.kind) });
+        { delayMs: at - this.now(), dedupId: jobId(req.legId, 'ringing') });
     }
   }
 
   /** Cancels what is still scheduled for the leg and reports it ended by us. */
   async hangup(leg: LegRef): Promise<void> {
-    for (const kind of ['ringing', 'answered', 'ended'] as const) {
+    // A removed numbered event counts as lost: an event after it no longer waits for it.
+    for (const id of scriptedJobIds(leg.legId)) {
       try {
-        await this.events.remove(jobId(leg.legId, kind));
+        await this.events.remove(id);
       } catch { /* running right now: its event arrives and is harmless */ }
     }
     await publishCarrierEvent(this.events, this.event(leg, 'ended', this.now(), 'local_hangup'),
@@ -110,8 +116,8 @@ export class SandboxCarrier implements Carrier {
   /** Looks the legs' scripted events up by their deterministic job ids. */
   async hasPendingEventsBefore(legIds: string[], atMs: number): Promise<boolean> {
     for (const id of legIds) {
-      for (const kind of ['answered', 'ended'] as const) {
-        const job = await this.events.getJob(jobId(id, kind));
+      for (let seq = 1; seq <= MAX_SEQ; seq++) {
+        const job = await this.events.getJob(sequencedEventJobId(id, seq));
         if (!job || Date.parse((job.data as CarrierEvent).at) > atMs) continue;
         const state = await job.getState();
         if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return true;
@@ -128,7 +134,6 @@ export class SandboxCarrier implements Carrier {
     if (!(connectTalk < talkSeconds(req.destination.number))) return;
     const at = Date.parse(req.at) + this.ms(connectTalk);
     // After the connect leg's scripted answer (1).
-    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed', 2),
-      { delayMs: at - this.now(), dedupId: jobId(req.connect.legId, 'ended') });
+    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed', 2), { delayMs: at - this.now() });
   }
 }

@@ -18,12 +18,12 @@ t.teardown(async () => { await queue.close(); await connection.quit(); });
 
 const CALL = '0190a4a4-0000-7000-8000-0000000000aa';
 
-async function signed(identity: string, status: string, id: string) {
+async function signed(identity: string, status: string, id: string, event: 'participant_joined' | 'participant_left' = 'participant_joined') {
   const ev = new WebhookEvent({
     id, createdAt: BigInt(1_800_000_000), room: { name: roomNameFor(CALL) },
     participant: new ParticipantInfo({ identity, kind: ParticipantInfo_Kind.SIP, attributes: { 'sip.callStatus': status } }),
   } as never);
-  ev.event = 'participant_joined';
+  ev.event = event;
   const body = JSON.stringify(ev.toJson());
   const at = new AccessToken(KEY, SECRET);
   at.sha256 = createHash('sha256').update(body).digest('base64');
@@ -42,7 +42,8 @@ t.test('a verified webhook about a leg becomes one queued carrier event', async 
   t.equal((await post(body, auth)).status, 200, 'LiveKit retrying the same webhook');
   const jobs = await queue.getJobs(['waiting', 'delayed', 'prioritized']);
   t.equal(jobs.length, 1, 'queued once');
-  t.match(jobs[0].data, { carrier: 'livekit', callId: CALL, role: 'destination', kind: 'answered' });
+  t.match(jobs[0].data, { carrier: 'livekit', callId: CALL, role: 'destination', kind: 'answered', seq: 1 });
+  t.equal(jobs[0].id, `ev-${CALL}-destination-1`, 'numbered at receipt: the job id the workers look a predecessor up by');
 });
 
 t.test('an unsigned or tampered webhook is refused and queues nothing', async (t) => {
@@ -58,4 +59,16 @@ t.test('webhooks about other participants are acknowledged and ignored', async (
   const r = await post(body, auth);
   t.same(r.body, { received: true, mapped: false });
   t.equal((await queue.getJobs(['waiting', 'delayed', 'prioritized'])).length, 1);
+});
+
+t.test('a leg answer and end are numbered in receipt order; a retried delivery keeps its number', async (t) => {
+  const leg = `${CALL}-connect`;
+  const answer = await signed(leg, 'active', 'EV_c_answer');
+  t.equal((await post(answer.body, answer.auth)).status, 200);
+  const left = await signed(leg, 'hangup', 'EV_c_left', 'participant_left');
+  t.equal((await post(left.body, left.auth)).status, 200);
+  t.equal((await post(answer.body, answer.auth)).status, 200, 'the answer retried after the end');
+  const mine = (await queue.getJobs(['waiting', 'delayed', 'prioritized'])).filter((j) => j.data.legId === leg);
+  t.same(mine.map((j) => [j.id, j.data.kind, j.data.seq]).sort(),
+    [[`ev-${leg}-1`, 'answered', 1], [`ev-${leg}-2`, 'ended', 2]]);
 });

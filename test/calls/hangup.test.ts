@@ -16,7 +16,7 @@ const hangup = (id: string, mode?: string, key = org.api_key) =>
 
 /** True when the sandbox carrier was ever asked to place the leg (its script jobs exist). */
 const carrierTouched = async (callId: string, role: string) =>
-  (await env.redis.exists(`${env.config.redisPrefix}:carrier-events:sbx-${callId}-${role}-ended`,
+  (await env.redis.exists(`${env.config.redisPrefix}:carrier-events:ev-${callId}-${role}-1`,
     `${env.config.redisPrefix}:carrier-events:sbx-${callId}-${role}-ringing`)) > 0;
 
 t.test('QUEUED (nothing originated yet): every mode cancels; repeats return the current status', async (t) => {

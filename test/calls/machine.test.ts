@@ -194,7 +194,7 @@ t.test('sandbox script table', async (t) => {
   t.same(sandboxScript('+14155550002', 'destination', 30).at(-1), { kind: 'ended', reason: 'no_answer', at: 30 });
 });
 
-t.test('numbered carrier events: one that overtook its predecessor waits (or is forced)', async (t) => {
+t.test('numbered carrier events: one that overtook its predecessor waits (or applies once it is known lost)', async (t) => {
   const seq = (input: Input, n: number): Input => (input.type === 'carrier' ? { ...input, event: { ...input.event, seq: n } } : input);
   const ringing = run(newCall('ai'), { type: 'originate', at: at(0) }, ev('destination', 'ringing', 0)).call;
   t.equal(ringing.legs.destination!.last_seq, undefined, 'ringing is not numbered');
@@ -205,7 +205,20 @@ t.test('numbered carrier events: one that overtook its predecessor waits (or is 
   t.equal(answered.legs.destination!.last_seq, 1);
   const ended = step(answered, seq(ev('destination', 'ended', 12, 'completed'), 2));
   t.match(ended.call, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 10 });
-  const forced = step(ringing, { ...seq(ev('destination', 'ended', 12, 'completed'), 2), force: true } as Input);
-  t.equal(forced.result, 'applied', 'forced once the predecessor is given up on');
+  const forced = step(ringing, { ...seq(ev('destination', 'ended', 12, 'completed'), 2), predecessorLost: true } as Input);
+  t.equal(forced.result, 'applied', 'applied once the predecessor is known lost');
   t.equal(step(ringing, ev('destination', 'ended', 5, 'local_hangup')).result, 'applied', 'events without seq apply as they come');
+});
+
+t.test('caller_id_released: a queued call ends without dialing; an originated one runs on', async (t) => {
+  const s = step(newCall(), { type: 'caller_id_released', at: at(1) });
+  t.equal(s.result, 'applied');
+  t.match(s.call, { status: 'CANCELED', call_outcome: 'connection_unconfirmed', disconnection_reason: 'caller_id_released',
+    failure_code: null, picked_up: false, duration_seconds: 0, cost_cents: 0 });
+  t.same(s.effects, [{ kind: 'release' }], 'nothing to hang up: no leg was originated');
+  t.ok(s.ended);
+  const ringing = step(newCall(), { type: 'originate', at: at(0) }).call;
+  t.equal(step(ringing, { type: 'caller_id_released', at: at(1) }).result, 'already_originated');
+  t.equal(step(s.call, { type: 'caller_id_released', at: at(2) }).result, 'already_ended');
+  t.equal(step(s.call, { type: 'originate', at: at(2) }).result, 'already_ended', 'its dial job then finds it over');
 });

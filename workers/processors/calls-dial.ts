@@ -9,12 +9,16 @@ import type { Processor } from '../processor.ts';
 export const callsDial: Processor<DialJob> = {
   queue: DIAL_QUEUE,
   concurrency: 50,
+  // A crashed process's dial jobs come back within seconds, not after BullMQ's default 30 s lock.
+  workerOptions: { lockDuration: 5000, stalledInterval: 5000 },
   async process(job, deps) {
     const rt = callRuntime(deps, true);
     const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
     if (!applied) return 'missing';
-    // A retry after a crash between commit and carrier command: the transition is done, repeat what it called for.
-    if (job.attemptsMade > 0 && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
+    // A retry, or a job taken again after its process died between commit and carrier command: the transition is
+    // done, repeat what it called for.
+    const takenBefore = job.attemptsMade > 0 || job.attemptsStarted > 1;
+    if (takenBefore && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
     return applied.step.result;
   },
 };
