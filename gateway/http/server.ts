@@ -8,6 +8,8 @@ import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../.
 import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
 import { GatewayMetrics } from './metrics.ts';
+import { publicBaseUrl } from './public-url.ts';
+import { assertCleanText, fieldMap } from './request-guards.ts';
 import { Router } from './router.ts';
 import type { AnyRoute, Deprecation, GatewayDeps, Method, Plugin, Reply } from './types.ts';
 import { compileValidator } from './validation.ts';
@@ -104,6 +106,7 @@ export class HttpGateway {
   private readonly limiter: FixedWindowLimiter;
   private readonly idempotency: IdempotencyStore;
   private listenSocket: uWS.us_listen_socket | null = null;
+  private listenPort = 0;
   private app: uWS.TemplatedApp | null = null;
 
   constructor(readonly deps: GatewayDeps) {
@@ -143,7 +146,8 @@ export class HttpGateway {
       this.app!.listen(host, port, (sock) => {
         if (!sock) return reject(new Error(`cannot listen on ${host}:${port}`));
         this.listenSocket = sock;
-        resolve(uWS.us_socket_local_port(sock));
+        this.listenPort = uWS.us_socket_local_port(sock);
+        resolve(this.listenPort);
       });
     });
   }
@@ -210,10 +214,9 @@ export class HttpGateway {
     return k;
   }
 
+  /** PUBLIC_URL, else the request's Host when it is a valid host[:port], else the listen address. */
   baseUrl(headers: Record<string, string>): string {
-    if (this.deps.config.publicUrl) return this.deps.config.publicUrl;
-    const proto = headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
-    return `${proto}://${headers.host ?? `${this.deps.config.host}:${this.deps.config.port}`}`;
+    return publicBaseUrl(this.deps.config, headers, this.listenPort);
   }
 
   /** The request pipeline: match, body, authenticate, rate-limit, scope, validate, idempotency, handler. */
@@ -255,10 +258,12 @@ export class HttpGateway {
       }
 
       const query = parseQuery(inc.query);
-      c.query ? c.query(query) : assertEmpty(query, 'query');
       const params = match.params;
-      c.params?.(params);
       const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
+      // One pass for rules that hold for every route (undecodable path ids, NUL anywhere), before the schemas.
+      assertCleanText({ rawQuery: inc.query, query, params, undecodable: match.undecodable, rawBody, body: parsedBody });
+      c.query ? c.query(query) : assertEmpty(query, 'query');
+      c.params?.(params);
       if (c.body) c.body(parsedBody);
 
       const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers);
@@ -391,10 +396,11 @@ function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): R
   };
 }
 
+// Maps without a prototype, so that names such as __proto__ or constructor are plain data.
 function parseQuery(qs: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = fieldMap();
   if (!qs) return out;
-  const fields: Record<string, string> = {};
+  const fields = fieldMap();
   for (const [k, v] of new URLSearchParams(qs)) {
     if (k in out) fields[k] = 'must be given once';
     out[k] = v;
@@ -406,7 +412,9 @@ function parseQuery(qs: string): Record<string, string> {
 function assertEmpty(obj: Record<string, string>, where: string): void {
   const extra = Object.keys(obj);
   if (extra.length) {
-    throw validationError(Object.fromEntries(extra.map((k) => [k, `is not a recognized ${where} parameter`])));
+    const fields = fieldMap();
+    for (const k of extra) fields[k] = `is not a recognized ${where} parameter`;
+    throw validationError(fields);
   }
 }
 

@@ -1,0 +1,56 @@
+// Rules every request's text obeys before schema validation, applied once in the pipeline for every route:
+// - no U+0000 anywhere (PostgreSQL cannot store it in text, so it would surface as a 500): body strings and keys,
+//   query names and values, path parameters;
+// - path parameters are valid percent-encoded UTF-8 (answered on the matched route, never as a 405 or 404).
+// Field names follow the validator's spelling: "agent.name", "members[0].phone_id", "id".
+import { validationError } from '../../shared/errors.ts';
+
+export const NUL_MESSAGE = 'must not contain NUL (U+0000)';
+export const UNDECODABLE_MESSAGE = 'is not valid percent-encoded UTF-8';
+
+/** A fields map that takes any name as plain data ("__proto__", "constructor" included). */
+export const fieldMap = (): Record<string, string> => Object.create(null);
+
+const visible = (key: string) => key.replace(/\u0000/g, '\\u0000');
+const child = (at: string, key: string) => (at ? `${at}.${visible(key)}` : visible(key));
+
+/** Adds a field for every string (or object key) under `value` that contains NUL. */
+function collectNul(value: unknown, at: string, out: Record<string, string>): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) out[at] = NUL_MESSAGE;
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => collectNul(v, `${at}[${i}]`, out));
+  } else if (value !== null && typeof value === 'object') {
+    for (const key of Object.keys(value)) {
+      const path = child(at, key);
+      if (key.includes('\u0000')) out[path] = NUL_MESSAGE;
+      collectNul((value as Record<string, unknown>)[key], path, out);
+    }
+  }
+}
+
+export interface RequestText {
+  /** The raw query string (as received, still percent-encoded) and its parsed form. */
+  rawQuery: string;
+  query: Record<string, string>;
+  params: Record<string, string>;
+  /** Names of path parameters whose percent-encoding does not decode. */
+  undecodable?: string[];
+  /** The raw body and its parsed JSON (undefined when there is none). */
+  rawBody: Buffer | null;
+  body: unknown;
+}
+
+// JSON can carry U+0000 only as the escape \u0000 (a raw control character is a parse error), so a body without
+// those six bytes needs no walk; the same holds for %00 in a query string. Requests without text cost nothing.
+const ESCAPED_NUL = Buffer.from('\\u0000');
+
+/** Throws validation_error naming every undecodable path parameter and every place that holds NUL. */
+export function assertCleanText(r: RequestText): void {
+  const fields = fieldMap();
+  for (const name of r.undecodable ?? []) fields[name] = UNDECODABLE_MESSAGE;
+  for (const name in r.params) if (r.params[name].includes('\u0000')) fields[name] = NUL_MESSAGE;
+  if (r.rawQuery && (r.rawQuery.includes('%00') || r.rawQuery.includes('\u0000'))) collectNul(r.query, '', fields);
+  if (r.body !== undefined && r.rawBody && r.rawBody.includes(ESCAPED_NUL)) collectNul(r.body, '', fields);
+  for (const _ in fields) throw validationError(fields);
+}
