@@ -120,7 +120,7 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String(), agent_id: Nullable(Type.String()) }) }),
     },
     errors: [...CALL_ERRORS],
-    handler: async ({ deps, principal, body, headers }) => {
+    handler: async ({ deps, principal, body, baseUrl }) => {
       const fields: Record<string, string> = {};
       if (body.from_number !== undefined && body.caller_id !== undefined) fields.caller_id = 'give from_number or caller_id (its deprecated name), not both';
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
@@ -136,7 +136,7 @@ export const callRoutes: Plugin = (routes) => {
       });
       return {
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
-        deprecation: legacy ? LEGACY_SPELLING(deps.config.publicUrl ?? `http://${headers.host ?? `${deps.config.host}:${deps.config.port}`}`) : undefined,
+        deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       };
     },
   });
