@@ -7,6 +7,7 @@ import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
+import { planFile, pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { publicBaseUrl } from './public-url.ts';
 import { assertCleanText, fieldMap } from './request-guards.ts';
@@ -24,9 +25,9 @@ const ANONYMOUS_LIMIT = 600;
 const RATE_LEASE_SHARE = 0.01;
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
   402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
+  416: 'Range Not Satisfiable', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
   503: 'Service Unavailable',
 };
 const STATUS_LINE: Record<number, string> = Object.fromEntries(
@@ -60,10 +61,12 @@ class Exchange implements Incoming {
   readonly query: string;
   readonly headers: Record<string, string> = {};
   aborted = false;
+  /** Called once when the client goes away (a file stream waiting for the socket to drain uses it). */
+  onAbort: (() => void) | null = null;
   private remoteText: string | null = null;
 
   constructor(readonly res: uWS.HttpResponse, req: uWS.HttpRequest) {
-    res.onAborted(() => { this.aborted = true; });
+    res.onAborted(() => { this.aborted = true; this.onAbort?.(); });
     const headers = this.headers;
     req.forEach((k, v) => { headers[k] = v; });
     this.method = req.getCaseSensitiveMethod();
@@ -89,6 +92,8 @@ interface Outcome {
   requestId: string;
   routeLabel: string;
   orgId: string | undefined;
+  /** Set when the body is a file to stream instead of `body`. */
+  file?: FilePlan;
 }
 
 export class HttpGateway {
@@ -105,6 +110,8 @@ export class HttpGateway {
   private readonly raw = new Map<string, Map<string, RawRoute>>();
   private readonly limiter: FixedWindowLimiter;
   private readonly idempotency: IdempotencyStore;
+  /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
+  readonly fileStreams: StreamSlots;
   private listenSocket: uWS.us_listen_socket | null = null;
   private listenPort = 0;
   private app: uWS.TemplatedApp | null = null;
@@ -115,6 +122,7 @@ export class HttpGateway {
     this.idempotency = new IdempotencyStore(deps.redis, deps.key);
     this.accessLog = new AccessLog(deps.log);
     this.keyLimitPrefix = deps.key('rl', 'key', '');
+    this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
   }
 
   register(plugin: Plugin): this {
@@ -177,13 +185,15 @@ export class HttpGateway {
   }
 
   private respond(ex: Exchange, out: Outcome): void {
+    if (out.file && ex.aborted) out.file.release();
     if (!ex.aborted) {
       const res = ex.res;
       res.cork(() => {
         res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
         writeHeaders(res, out.headers, this.deps.log);
-        res.end(out.body);
+        if (!out.file) res.end(out.body);
       });
+      if (out.file) void pumpFile(ex, out.file, this.deps.log);
     }
     const secs = (performance.now() - ex.started) / 1000;
     this.metrics.observe(ex.method, out.routeLabel, out.status, secs);
@@ -227,6 +237,7 @@ export class HttpGateway {
     let principal: Principal | null = null;
     let status = 500;
     let body: string | Buffer = '';
+    let file: FilePlan | undefined;
     try {
       const match = this.router.match(inc.method, inc.path);
       // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
@@ -285,7 +296,9 @@ export class HttpGateway {
           await claim.finish(reply);
         }
       } else {
-        reply = serialize(await route.handler(ctx));
+        const r = await route.handler(ctx);
+        if (r.file) file = planFile(r.file, inc.headers.range, this.fileStreams);
+        reply = serialize(r);
       }
       // This gateway's own writes show in the organization's account snapshot on the very next request, without
       // waiting for the database's change notice.
@@ -294,7 +307,13 @@ export class HttpGateway {
       Object.assign(headers, reply.headers);
       status = reply.status;
       body = reply.body;
+      if (file) {
+        Object.assign(headers, file.headers);
+        status = file.status;
+      }
     } catch (err) {
+      file?.release();
+      file = undefined;
       const r = serialize(errorReply(err, this.deps.log, requestId));
       if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl(inc.headers));
       Object.assign(headers, r.headers);
@@ -302,7 +321,7 @@ export class HttpGateway {
       body = r.body;
     }
     if (status === 204) delete headers['content-type'];
-    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId };
+    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId, file };
   }
 
   private async countUnrouted(inc: Incoming, headers: Record<string, string>): Promise<Principal | null> {
