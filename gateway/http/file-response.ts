@@ -55,8 +55,8 @@ export function parseRange(header: string | undefined, size: number): { start: n
     return { start: Math.max(0, size - n), end: size - 1 };
   }
   const start = Number(m[1]);
-  const last = m[2] === '' ? size - 1 : Number(m[2]);
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(last) || last < start) return null;
+  const last = m[2] === '' ? Infinity : Number(m[2]);
+  if (!Number.isSafeInteger(start) || last < start) return null;
   if (start >= size) return 'unsatisfiable';
   return { start, end: Math.min(last, size - 1) };
 }
