@@ -272,7 +272,7 @@ export class HttpGateway {
       const params = match.params;
       const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
       // One pass for rules that hold for every route (undecodable path ids, NUL anywhere), before the schemas.
-      assertCleanText({ rawQuery: inc.query, query, params, undecodable: match.undecodable, rawBody, body: parsedBody });
+      assertCleanText(inc.query, query, params, match.undecodable, rawBody, parsedBody);
       c.query ? c.query(query) : assertEmpty(query, 'query');
       c.params?.(params);
       if (c.body) c.body(parsedBody);
