@@ -130,7 +130,7 @@ export async function pumpFile(target: StreamTarget, plan: FilePlan, log: Gatewa
     if (!target.aborted) res.cork(() => res.close());
   } finally {
     target.onAbort = null;
-    await fh?.close().catch(() => undefined);
     plan.release();
+    await fh?.close().catch(() => undefined);
   }
 }

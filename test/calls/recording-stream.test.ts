@@ -128,7 +128,8 @@ t.test('the stream limit: 503 with Retry-After beyond it, a slot back when a cli
   const again = await env.request('GET', path, { key: org.api_key, headers: { range: 'bytes=0-3' } });
   t.equal(again.status, 206, 'served again once the clients left');
   t.equal(again.text, 'RIFF');
-  t.equal(slots.inUse, 0, 'a finished stream gives its slot back');
+  // The client has every byte slightly before the stream's own bookkeeping ends.
+  t.ok(await eventually(async () => slots.inUse === 0, 15_000), 'a finished stream gives its slot back');
 });
 
 t.test('recording_url never reflects a hostile Host', async (t) => {
