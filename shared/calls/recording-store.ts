@@ -20,7 +20,7 @@ type RenderableCall = Parameters<typeof renderSandboxSamples>[0] & Pick<CallRow,
 
 export class RecordingStore {
   private readonly inFlight = new Map<string, Promise<RecordingFile>>();
-  /** How many files this process has rendered (tests check concurrent first requests render once). */
+  /** How many files this process has rendered (each also logs "recording rendered"). */
   rendered = 0;
 
   constructor(readonly dir: string, private readonly log?: Logger) {}
