@@ -1,4 +1,6 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 /** Settings of the production (LiveKit) carrier; present exactly when CARRIER=livekit. */
 export interface LiveKitSettings {
   /** Server URL, e.g. https://my-project.livekit.cloud */
@@ -36,6 +38,10 @@ export interface Config {
   eventsRetentionDays: number;
   carrier: 'sandbox' | 'livekit';
   livekit: LiveKitSettings | null;
+  /** Where rendered recordings are kept, one file per call (RECORDINGS_DIR, default <os temp>/openline-recordings). */
+  recordingsDir: string;
+  /** Recording downloads one gateway streams at once; more get 503 with Retry-After (RECORDING_STREAMS_MAX, 32). */
+  recordingStreamsMax: number;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -84,5 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
+    recordingsDir: env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings'),
+    recordingStreamsMax: int('RECORDING_STREAMS_MAX', 32, env) || 32,
   };
 }

@@ -91,11 +91,11 @@ export class AuthError extends ApiError {
   }
 
   wwwAuthenticate(baseUrl: string): string {
-    const meta = `resource_metadata="${baseUrl}/.well-known/oauth-protected-resource"`;
+    const meta = `resource_metadata=${quoted(`${baseUrl}/.well-known/oauth-protected-resource`)}`;
     switch (this.challenge) {
       case 'missing': return `Bearer realm="api", ${meta}`;
       case 'insufficient_scope':
-        return `Bearer realm="api", error="insufficient_scope", error_description="The credential lacks the required scope", scope="${this.scope}", ${meta}`;
+        return `Bearer realm="api", error="insufficient_scope", error_description="The credential lacks the required scope", scope=${quoted(this.scope ?? '')}, ${meta}`;
       case 'invalid_request':
         return `Bearer realm="api", error="invalid_request", error_description="Malformed Authorization header", ${meta}`;
       default:
@@ -103,6 +103,9 @@ export class AuthError extends ApiError {
     }
   }
 }
+
+/** An RFC 9110 quoted-string: quotes and backslashes escaped, so a value can never end the parameter early. */
+const quoted = (value: string) => `"${value.replace(/["\\]/g, '\\$&')}"`;
 
 function unauthorized(challenge: Challenge, message: string): AuthError {
   return new AuthError('unauthorized', message, challenge);

@@ -50,6 +50,18 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
         ? { content: { [r.response.contentType]: { schema: { type: 'string', contentMediaType: r.response.contentType } } } }
         : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema) } } } : {}),
     };
+    if (r.response.contentType) {
+      // Files are sent by the pipeline's file streams (file-response.ts), which answer single byte ranges.
+      responses['206'] = {
+        description: 'One byte range (Range: bytes=a-b, a- or -n), with Content-Range',
+        headers: r.scope ? okHeaders : undefined,
+        content: { [r.response.contentType]: { schema: { type: 'string', contentMediaType: r.response.contentType } } },
+      };
+      responses['416'] = {
+        description: 'Error: validation_error (the range starts past the end; Content-Range: bytes */<size>)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
+    }
     const codes = [...(r.scope ? GENERAL : ['validation_error', 'not_found', 'internal_error'] as ErrorCode[]), ...(r.errors ?? [])];
     if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
     const byStatus = new Map<number, ErrorCode[]>();

@@ -25,9 +25,11 @@ export class Router {
     this.patterns.push({ route, re, names });
   }
 
-  /** The route and its decoded path parameters, or which methods the path allows (for 405), or nothing. */
+  /** The route and its decoded path parameters, or which methods the path allows (for 405), or nothing. The route is
+   *  matched on the raw path; a parameter that does not decode is named in `undecodable` (kept raw in params) so the
+   *  pipeline answers it on that route (400), never as another route's 405. */
   match(method: Method | string, path: string):
-    | { route: AnyRoute; params: Record<string, string> }
+    | { route: AnyRoute; params: Record<string, string>; undecodable?: string[] }
     | { allowed: string[] }
     | null {
     const byMethod = this.exact.get(path);
@@ -39,12 +41,16 @@ export class Router {
       if (!m) continue;
       if (c.route.method !== method) { allowed.push(c.route.method); continue; }
       const params: Record<string, string> = {};
-      try {
-        c.names.forEach((n, i) => { params[n] = decodeURIComponent(m[i + 1]); });
-      } catch {
-        continue;
-      }
-      return { route: c.route, params };
+      let undecodable: string[] | undefined;
+      c.names.forEach((n, i) => {
+        try {
+          params[n] = decodeURIComponent(m[i + 1]);
+        } catch {
+          params[n] = m[i + 1];
+          (undecodable ??= []).push(n);
+        }
+      });
+      return undecodable ? { route: c.route, params, undecodable } : { route: c.route, params };
     }
     return allowed.length ? { allowed } : null;
   }

@@ -7,7 +7,10 @@ import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
+import { planFile, pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
 import { GatewayMetrics } from './metrics.ts';
+import { publicBaseUrl } from './public-url.ts';
+import { assertCleanText, fieldMap } from './request-guards.ts';
 import { Router } from './router.ts';
 import type { AnyRoute, Deprecation, GatewayDeps, Method, Plugin, Reply } from './types.ts';
 import { compileValidator } from './validation.ts';
@@ -22,9 +25,9 @@ const ANONYMOUS_LIMIT = 600;
 const RATE_LEASE_SHARE = 0.01;
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
   402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
+  416: 'Range Not Satisfiable', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
   503: 'Service Unavailable',
 };
 const STATUS_LINE: Record<number, string> = Object.fromEntries(
@@ -58,10 +61,12 @@ class Exchange implements Incoming {
   readonly query: string;
   readonly headers: Record<string, string> = {};
   aborted = false;
+  /** Called once when the client goes away (a file stream waiting for the socket to drain uses it). */
+  onAbort: (() => void) | null = null;
   private remoteText: string | null = null;
 
   constructor(readonly res: uWS.HttpResponse, req: uWS.HttpRequest) {
-    res.onAborted(() => { this.aborted = true; });
+    res.onAborted(() => { this.aborted = true; this.onAbort?.(); });
     const headers = this.headers;
     req.forEach((k, v) => { headers[k] = v; });
     this.method = req.getCaseSensitiveMethod();
@@ -87,6 +92,8 @@ interface Outcome {
   requestId: string;
   routeLabel: string;
   orgId: string | undefined;
+  /** Set when the body is a file to stream instead of `body`. */
+  file?: FilePlan;
 }
 
 export class HttpGateway {
@@ -103,7 +110,10 @@ export class HttpGateway {
   private readonly raw = new Map<string, Map<string, RawRoute>>();
   private readonly limiter: FixedWindowLimiter;
   private readonly idempotency: IdempotencyStore;
+  /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
+  readonly fileStreams: StreamSlots;
   private listenSocket: uWS.us_listen_socket | null = null;
+  private listenPort = 0;
   private app: uWS.TemplatedApp | null = null;
 
   constructor(readonly deps: GatewayDeps) {
@@ -112,6 +122,7 @@ export class HttpGateway {
     this.idempotency = new IdempotencyStore(deps.redis, deps.key);
     this.accessLog = new AccessLog(deps.log);
     this.keyLimitPrefix = deps.key('rl', 'key', '');
+    this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
   }
 
   register(plugin: Plugin): this {
@@ -143,7 +154,8 @@ export class HttpGateway {
       this.app!.listen(host, port, (sock) => {
         if (!sock) return reject(new Error(`cannot listen on ${host}:${port}`));
         this.listenSocket = sock;
-        resolve(uWS.us_socket_local_port(sock));
+        this.listenPort = uWS.us_socket_local_port(sock);
+        resolve(this.listenPort);
       });
     });
   }
@@ -173,13 +185,15 @@ export class HttpGateway {
   }
 
   private respond(ex: Exchange, out: Outcome): void {
+    if (out.file && ex.aborted) out.file.release();
     if (!ex.aborted) {
       const res = ex.res;
       res.cork(() => {
         res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
         writeHeaders(res, out.headers, this.deps.log);
-        res.end(out.body);
+        if (!out.file) res.end(out.body);
       });
+      if (out.file) void pumpFile(ex, out.file, this.deps.log);
     }
     const secs = (performance.now() - ex.started) / 1000;
     this.metrics.observe(ex.method, out.routeLabel, out.status, secs);
@@ -210,10 +224,9 @@ export class HttpGateway {
     return k;
   }
 
+  /** PUBLIC_URL, else the request's Host when it is a valid host[:port], else the listen address. */
   baseUrl(headers: Record<string, string>): string {
-    if (this.deps.config.publicUrl) return this.deps.config.publicUrl;
-    const proto = headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
-    return `${proto}://${headers.host ?? `${this.deps.config.host}:${this.deps.config.port}`}`;
+    return publicBaseUrl(this.deps.config, headers, this.listenPort);
   }
 
   /** The request pipeline: match, body, authenticate, rate-limit, scope, validate, idempotency, handler. */
@@ -224,6 +237,7 @@ export class HttpGateway {
     let principal: Principal | null = null;
     let status = 500;
     let body: string | Buffer = '';
+    let file: FilePlan | undefined;
     try {
       const match = this.router.match(inc.method, inc.path);
       // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
@@ -255,10 +269,12 @@ export class HttpGateway {
       }
 
       const query = parseQuery(inc.query);
-      c.query ? c.query(query) : assertEmpty(query, 'query');
       const params = match.params;
-      c.params?.(params);
       const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
+      // One pass for rules that hold for every route (undecodable path ids, NUL anywhere), before the schemas.
+      assertCleanText(inc.query, query, params, match.undecodable, rawBody, parsedBody);
+      c.query ? c.query(query) : assertEmpty(query, 'query');
+      c.params?.(params);
       if (c.body) c.body(parsedBody);
 
       const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers);
@@ -280,7 +296,9 @@ export class HttpGateway {
           await claim.finish(reply);
         }
       } else {
-        reply = serialize(await route.handler(ctx));
+        const r = await route.handler(ctx);
+        if (r.file) file = planFile(r.file, inc.headers.range, this.fileStreams);
+        reply = serialize(r);
       }
       // This gateway's own writes show in the organization's account snapshot on the very next request, without
       // waiting for the database's change notice.
@@ -289,7 +307,13 @@ export class HttpGateway {
       Object.assign(headers, reply.headers);
       status = reply.status;
       body = reply.body;
+      if (file) {
+        Object.assign(headers, file.headers);
+        status = file.status;
+      }
     } catch (err) {
+      file?.release();
+      file = undefined;
       const r = serialize(errorReply(err, this.deps.log, requestId));
       if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl(inc.headers));
       Object.assign(headers, r.headers);
@@ -297,7 +321,7 @@ export class HttpGateway {
       body = r.body;
     }
     if (status === 204) delete headers['content-type'];
-    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId };
+    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId, file };
   }
 
   private async countUnrouted(inc: Incoming, headers: Record<string, string>): Promise<Principal | null> {
@@ -391,10 +415,11 @@ function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): R
   };
 }
 
+// Maps without a prototype, so that names such as __proto__ or constructor are plain data.
 function parseQuery(qs: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = fieldMap();
   if (!qs) return out;
-  const fields: Record<string, string> = {};
+  const fields = fieldMap();
   for (const [k, v] of new URLSearchParams(qs)) {
     if (k in out) fields[k] = 'must be given once';
     out[k] = v;
@@ -406,7 +431,9 @@ function parseQuery(qs: string): Record<string, string> {
 function assertEmpty(obj: Record<string, string>, where: string): void {
   const extra = Object.keys(obj);
   if (extra.length) {
-    throw validationError(Object.fromEntries(extra.map((k) => [k, `is not a recognized ${where} parameter`])));
+    const fields = fieldMap();
+    for (const k of extra) fields[k] = `is not a recognized ${where} parameter`;
+    throw validationError(fields);
   }
 }
 

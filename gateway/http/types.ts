@@ -9,6 +9,7 @@ import type { ErrorCode } from '../../shared/errors.ts';
 import type { Cursors } from '../../shared/pagination.ts';
 import type { Keyer } from '../../shared/redis.ts';
 import type { Scope } from '../../shared/scopes.ts';
+import type { FileBody } from './file-response.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -42,6 +43,8 @@ export interface Reply {
   body?: unknown;
   /** Sent as is instead of JSON (set content-type in headers); for GET routes such as recordings. */
   raw?: Buffer;
+  /** A file sent from disk (GET only): the pipeline answers Range requests and streams it (file-response.ts). */
+  file?: FileBody;
   /** The JSON body, already serialized (for bodies a route keeps ready to send). */
   json?: string | Buffer;
   headers?: Record<string, string>;

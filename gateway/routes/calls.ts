@@ -4,7 +4,8 @@ import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
-import { hasRecording, sandboxRecordingWav } from '../../shared/calls/recording.ts';
+import { hasRecording } from '../../shared/calls/recording.ts';
+import { recordingStore } from '../../shared/calls/recording-store.ts';
 import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
@@ -120,7 +121,7 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String(), agent_id: Nullable(Type.String()) }) }),
     },
     errors: [...CALL_ERRORS],
-    handler: async ({ deps, principal, body, headers }) => {
+    handler: async ({ deps, principal, body, baseUrl }) => {
       const fields: Record<string, string> = {};
       if (body.from_number !== undefined && body.caller_id !== undefined) fields.caller_id = 'give from_number or caller_id (its deprecated name), not both';
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
@@ -136,7 +137,7 @@ export const callRoutes: Plugin = (routes) => {
       });
       return {
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
-        deprecation: legacy ? LEGACY_SPELLING(deps.config.publicUrl ?? `http://${headers.host ?? `${deps.config.host}:${deps.config.port}`}`) : undefined,
+        deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       };
     },
   });
@@ -200,17 +201,19 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls/{id}/recording', scope: 'recordings:read', tag: 'Calls',
-    summary: 'The call recording as audio/wav (G.711 μ-law, 8 kHz); 404 when the call has none, 403 content_policy_forbidden under a HIPAA content policy.',
+    summary: 'The call recording as audio/wav (G.711 μ-law, 8 kHz); 404 when the call has none, 403 content_policy_forbidden '
+      + 'under a HIPAA content policy. Byte ranges (Range: bytes=) answer 206, a range past the end 416; 503 with Retry-After '
+      + 'when the gateway already streams its maximum of recordings.',
     params: IdParams,
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
-    errors: ['content_policy_forbidden'],
+    errors: ['content_policy_forbidden', 'service_unavailable'],
     handler: async ({ deps, principal, params }) => {
       const call = await callForContent(deps.db, principal.organizationId, params.id);
       if (!hasRecording(call)) {
         throw new ApiError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
       }
       return {
-        status: 200, raw: sandboxRecordingWav(call),
+        status: 200, file: await recordingStore(deps.config.recordingsDir, deps.log).file(call),
         headers: { 'content-type': 'audio/wav', 'content-disposition': `inline; filename="call-${call.id}.wav"` },
       };
     },

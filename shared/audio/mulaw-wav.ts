@@ -28,11 +28,14 @@ export function mulawToLinear(byte: number): number {
   return u & 0x80 ? -magnitude : magnitude;
 }
 
-/** Wraps μ-law samples in a RIFF/WAVE container (format 7, mono, 8 kHz; non-PCM formats carry a fact chunk). */
-export function mulawWav(samples: Buffer): Buffer {
-  const header = Buffer.alloc(58);
+/** Bytes before the samples in a μ-law WAV (RIFF, fmt with its cbSize, fact, data chunk headers). */
+export const MULAW_WAV_HEADER_BYTES = 58;
+
+/** The RIFF/WAVE header of `sampleCount` μ-law samples (format 7, mono, 8 kHz; non-PCM formats carry a fact chunk). */
+export function mulawWavHeader(sampleCount: number): Buffer {
+  const header = Buffer.alloc(MULAW_WAV_HEADER_BYTES);
   header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(50 + samples.length, 4);
+  header.writeUInt32LE(50 + sampleCount, 4);
   header.write('WAVE', 8, 'ascii');
   header.write('fmt ', 12, 'ascii');
   header.writeUInt32LE(18, 16); // fmt chunk size
@@ -45,8 +48,13 @@ export function mulawWav(samples: Buffer): Buffer {
   header.writeUInt16LE(0, 36); // no extra format bytes
   header.write('fact', 38, 'ascii');
   header.writeUInt32LE(4, 42);
-  header.writeUInt32LE(samples.length, 46); // sample frames
+  header.writeUInt32LE(sampleCount, 46); // sample frames
   header.write('data', 50, 'ascii');
-  header.writeUInt32LE(samples.length, 54);
-  return Buffer.concat([header, samples]);
+  header.writeUInt32LE(sampleCount, 54);
+  return header;
+}
+
+/** Wraps μ-law samples in a RIFF/WAVE container. */
+export function mulawWav(samples: Buffer): Buffer {
+  return Buffer.concat([mulawWavHeader(samples.length), samples]);
 }

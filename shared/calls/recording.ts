@@ -19,10 +19,14 @@ export function hasRecording(c: RecordableCall): boolean {
 
 export const recordingPath = (callId: string) => `/v1/calls/${callId}/recording`;
 
-/** The sandbox recording of a call as a μ-law WAV lasting exactly its talk time. */
-export function sandboxRecordingWav(c: RecordableCall): Buffer {
-  const total = Math.max(0, c.duration_seconds ?? 0) * SAMPLE_RATE;
-  const samples = Buffer.alloc(total, MULAW_SILENCE);
+/** Samples in the call's sandbox recording: exactly its talk time. */
+export const sandboxSampleCount = (c: RecordableCall) => Math.max(0, c.duration_seconds ?? 0) * SAMPLE_RATE;
+
+/** Samples [from, to) of the call's sandbox recording, computed on their own (so a long recording is rendered in
+ *  small pieces): silence, with each turn voiced from its offset for as long as its text takes to say. */
+export function renderSandboxSamples(c: RecordableCall, from: number, to: number): Buffer {
+  const total = sandboxSampleCount(c);
+  const out = Buffer.alloc(Math.max(0, Math.min(to, total) - from), MULAW_SILENCE);
   const turns = (c.transcript as StoredTranscript | null)?.turns ?? [];
   turns.forEach((turn, i) => {
     const start = Math.floor(turn.offset_seconds * SAMPLE_RATE);
@@ -30,12 +34,18 @@ export function sandboxRecordingWav(c: RecordableCall): Buffer {
     // Speech lasts as long as its text takes to say, leaving a short pause before the next speaker.
     const end = Math.min(total, nextStart - SAMPLE_RATE / 4, start + Math.ceil(turn.text.length * SECONDS_PER_CHARACTER * SAMPLE_RATE));
     const f = PITCH_HZ[turn.speaker];
-    for (let n = start; n < end; n++) {
+    for (let n = Math.max(start, from); n < Math.min(end, from + out.length); n++) {
       const t = (n - start) / SAMPLE_RATE;
       const envelope = 0.55 + 0.45 * Math.sin(2 * Math.PI * SYLLABLE_HZ * t); // syllables
       const voice = Math.sin(2 * Math.PI * f * t) + 0.35 * Math.sin(4 * Math.PI * f * t); // a fundamental and one harmonic
-      samples[n] = linearToMulaw(9000 * envelope * voice);
+      out[n - from] = linearToMulaw(9000 * envelope * voice);
     }
   });
-  return mulawWav(samples);
+  return out;
+}
+
+/** The whole sandbox recording as a μ-law WAV in memory (small recordings and tests; the gateway streams a file
+ *  rendered once, see recording-store.ts). */
+export function sandboxRecordingWav(c: RecordableCall): Buffer {
+  return mulawWav(renderSandboxSamples(c, 0, sandboxSampleCount(c)));
 }
