@@ -20,6 +20,9 @@ const ANONYMOUS_LIMIT = 600;
 // A busy key costs one Redis round trip per 1% of its limit instead of one per request; a replica can strand at
 // most that 1% of a window unused (see FixedWindowLimiter).
 const RATE_LEASE_SHARE = 0.01;
+/** Fault injection for the crash test only: `kill-after-commit` makes the gateway SIGKILL itself after a keyed
+ *  request's handler succeeded (its effect committed) and before its response is stored. */
+const FAULT = process.env.GATEWAY_FAULT;
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized',
@@ -277,6 +280,7 @@ export class HttpGateway {
           } catch (err) {
             reply = serialize(errorReply(err, this.deps.log, requestId));
           }
+          if (FAULT === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
           await claim.finish(reply);
         }
       } else {
