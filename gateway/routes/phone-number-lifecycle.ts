@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import {
-  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber,
+  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
-import type { Plugin } from '../http/types.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { PhoneNumber } from './phone-numbers.ts';
 import { Nullable } from './schemas.ts';
 
@@ -51,15 +51,17 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
     errors: ['number_unavailable'],
-    handler: async ({ deps, principal, body }) => {
-      const row = await purchaseNumber(deps.db, principal, body);
+    handler: async (ctx) => {
+      const { deps, principal, body } = ctx;
+      const reply = (r: LifecycleRow): Reply => ({ status: 202, body: { data: numberDetailView(r) } });
+      const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
       try {
         await enqueueProvisioning(deps.redis, deps.config, row.id);
       } catch (err) {
         // The workers' provisioning sweep picks the number up; the purchase itself is committed.
         deps.log.warn({ err: (err as Error).message, phone_id: row.id }, 'provisioning enqueue failed; left to the sweep');
       }
-      return { status: 202, body: { data: numberDetailView(row) } };
+      return reply(row);
     },
   });
 
@@ -78,8 +80,9 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
-    handler: async ({ deps, principal, params }) => ({
-      status: 200, body: { data: numberDetailView(await releaseNumber(deps.db, principal.organizationId, params.id)) },
-    }),
+    handler: async (ctx) => {
+      const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
+      return reply(await releaseNumber(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply)));
+    },
   });
 };

@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../db.ts';
+import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
 import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -48,7 +48,8 @@ export function subscriptionView(r: SubscriptionRow) {
 }
 
 /** Validates (event type, URL scheme and SSRF rule) and stores a subscription with a fresh signing secret. */
-export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean) {
+export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean,
+  within?: WithinTx<CreatedSubscription>): Promise<CreatedSubscription> {
   const fields: Record<string, string> = {};
   if (!isSubscribable(input.event_type)) {
     fields.event_type = `must be one of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`;
@@ -56,14 +57,17 @@ export async function createSubscription(db: Db, organizationId: string, input: 
   const url = await checkWebhookUrl(input.webhook_url, allowInsecure);
   if (!url.ok) fields.webhook_url = url.reason;
   if (Object.keys(fields).length) throw validationError(fields);
-  const row = await db.one<SubscriptionRow>(
-    `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [newSubscriptionId(), organizationId, url.ok ? url.url.toString() : input.webhook_url, input.event_type,
-      input.workflow_id ?? null, input.campaign_id ?? null, newSigningSecret()],
-  );
-  return { ...subscriptionView(row), secret: row.secret };
+  return writeWithin(db, within, async (q) => {
+    const row = await q.one<SubscriptionRow>(
+      `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [newSubscriptionId(), organizationId, url.ok ? url.url.toString() : input.webhook_url, input.event_type,
+        input.workflow_id ?? null, input.campaign_id ?? null, newSigningSecret()],
+    );
+    return { ...subscriptionView(row), secret: row.secret };
+  });
 }
+export type CreatedSubscription = ReturnType<typeof subscriptionView> & { secret: string };
 
 /** The organization's live subscriptions (active and disabled; deleted ones are gone), one keyset page. */
 export async function listSubscriptions(db: Db, organizationId: string, p: PageParams, eventType?: string) {
@@ -85,11 +89,13 @@ export async function getSubscription(db: Db | Tx, organizationId: string, id: s
 }
 
 /** Deletes a subscription: no further deliveries (pending retries are dropped); its attempt log is kept. */
-export async function deleteSubscription(db: Db, organizationId: string, id: string): Promise<void> {
-  const r = await db.result(
-    'UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
-    [id, organizationId]);
-  if (r.rowCount !== 1) throw notFound('Webhook subscription');
+export async function deleteSubscription(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
+  await writeWithin(db, within, async (q) => {
+    const r = await q.result(
+      'UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
+      [id, organizationId]);
+    if (r.rowCount !== 1) throw notFound('Webhook subscription');
+  });
 }
 
 /** A 410 Gone from the receiver: the subscription stops receiving (it stays listed with status disabled). */
@@ -102,15 +108,18 @@ export async function disableSubscription(db: Db, id: string, reason: string): P
 /** Turns a disabled subscription back on (its receiver is back): events from now on are delivered to it; those
  *  that occurred while it was disabled are not. Enabling an active subscription changes nothing. The URL is
  *  checked again (as at creation), since what its host resolves to may have changed. */
-export async function enableSubscription(db: Db, organizationId: string, id: string, allowInsecure: boolean) {
+export async function enableSubscription(db: Db, organizationId: string, id: string, allowInsecure: boolean,
+  within?: WithinTx<ReturnType<typeof subscriptionView>>) {
   const current = await getSubscription(db, organizationId, id);
   const url = await checkWebhookUrl(current.webhook_url, allowInsecure);
   if (!url.ok) throw validationError({ webhook_url: url.reason }, 'The subscription\'s URL is no longer allowed; subscribe a new one.');
-  const row = await db.oneOrNone<SubscriptionRow>(
-    `UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL
-      WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`, [id, organizationId]);
-  if (!row) throw notFound('Webhook subscription');
-  return subscriptionView(row);
+  return writeWithin(db, within, async (q) => {
+    const row = await q.oneOrNone<SubscriptionRow>(
+      `UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL
+        WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`, [id, organizationId]);
+    if (!row) throw notFound('Webhook subscription');
+    return subscriptionView(row);
+  });
 }
 
 /** What a delivery needs to know about its subscription (null when deleted). */
