@@ -67,8 +67,8 @@ t.test('SIGKILL in the middle of a burst of keyed dials: every key ends with one
   let killed = false;
   const firstAnswers = new Map<number, Response>();
   let next = 0;
-  // 16 clients in parallel; the gateway is killed once a quarter of the dials have been answered.
-  await Promise.all(Array.from({ length: 16 }, async () => {
+  // 64 clients in parallel; the gateway is killed once a quarter of the dials have been answered, with dozens in flight.
+  await Promise.all(Array.from({ length: 64 }, async () => {
     while (next < N && !killed) {
       const i = next++;
       try {
