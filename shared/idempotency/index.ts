@@ -66,25 +66,26 @@ export class IdempotencyStore {
       }
       const response = fromRecord(durable);
       // Copied back to Redis for the next retry: into our claim, or into the lapsed claimant's.
-      await this.settle(recordKey, claimed ? requestId : r[2]!, response);
+      await this.settle(recordKey, claimed ? requestId : r[2]!, response, durable.request_id);
       return { kind: 'replay', response };
     }
     if (!claimed) throw inProgress(r[2]!);
     return new NewClaim(this, { credentialId, keyHash, fingerprint, requestId }, recordKey);
   }
 
-  /** Stores a finished response in Redis (null: releases the claim). Only the claimant's request id settles it. */
-  async settle(recordKey: string, requestId: string, res: StoredResponse | null): Promise<void> {
+  /** Stores a finished response in Redis (null: releases the claim). Only the claimant's request id settles it;
+   *  `originalRequestId` names the request that produced a response copied back from its durable record. */
+  async settle(recordKey: string, requestId: string, res: StoredResponse | null, originalRequestId = ''): Promise<void> {
     await this.finishScript(recordKey, requestId, res ? 'store' : 'release', res?.status ?? 0, res?.body.toString() ?? '',
-      JSON.stringify(res?.headers ?? {}), IDEMPOTENCY_RETENTION_MS);
+      JSON.stringify(res?.headers ?? {}), IDEMPOTENCY_RETENTION_MS, originalRequestId);
   }
 
   /** The committed record of a key whose write lost to another attempt's (see NewClaim.replayCommitted). */
-  async committed(id: RecordId): Promise<StoredResponse> {
+  async committed(id: RecordId): Promise<DurableRecord> {
     const durable = await findRecord(this.db, id.credentialId, id.keyHash, IDEMPOTENCY_RETENTION_MS);
     if (!durable) throw new Error('idempotency record vanished after a unique conflict');
     if (durable.fingerprint !== id.fingerprint) throw conflict(durable.request_id);
-    return fromRecord(durable);
+    return durable;
   }
 }
 
@@ -107,8 +108,9 @@ export class NewClaim {
   /** After IdempotencyRecordExists: the winner's response, also stored in Redis for the next retry. */
   async replayCommitted(): Promise<StoredResponse> {
     try {
-      const res = await this.store.committed(this.id);
-      await this.store.settle(this.recordKey, this.id.requestId, res);
+      const durable = await this.store.committed(this.id);
+      const res = fromRecord(durable);
+      await this.store.settle(this.recordKey, this.id.requestId, res, durable.request_id);
       return res;
     } catch (err) {
       await this.store.settle(this.recordKey, this.id.requestId, null);
