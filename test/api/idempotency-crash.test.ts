@@ -58,6 +58,32 @@ t.test('killed after the call row committed, before the response was stored: the
   await gw.proc.kill('SIGTERM');
 });
 
+t.test('the same holds for other transactional endpoints: agent create, number purchase', async (t) => {
+  const org = await callOrg();
+  const cases = [
+    { path: '/v1/agents', body: { name: 'Crash agent' }, rows: 'SELECT id::text FROM agents WHERE organization_id = $1' },
+    { path: '/v1/phone-numbers', body: { area_code: '212' },
+      rows: `SELECT id::text FROM phone_numbers WHERE organization_id = $1 AND phone_number LIKE '+1212%'` },
+  ];
+  for (const c of cases) {
+    const send = (url: string) => httpCall(url, 'POST', c.path, { key: org.api_key, body: c.body, headers: { 'idempotency-key': `crash${c.path}` } });
+    const doomed = await gateway({ GATEWAY_FAULT: 'kill-after-commit' });
+    const answered = await send(doomed.url).then((r) => `${r.status} ${r.text}`, () => null);
+    if (answered) doomed.proc.kill();
+    t.equal(answered, null, `${c.path}: no answer, the gateway killed itself after the commit`);
+    await doomed.proc.exited;
+    const rows = await env.db.any<{ id: string }>(c.rows, [org.organization_id]);
+    t.equal(rows.length, 1, `${c.path}: the effect committed before the kill`);
+    const gw = await gateway();
+    const retry = await send(gw.url);
+    t.ok(retry.status >= 200 && retry.status < 300, `${c.path}: the retry is the original ${retry.status}`);
+    t.equal(retry.headers['idempotency-replay'], 'true', `${c.path}: a replay`);
+    t.equal(String(retry.body?.data?.id), rows[0].id, `${c.path}: of the committed row`);
+    t.same(await env.db.any(c.rows, [org.organization_id]), rows, `${c.path}: still one row`);
+    await gw.proc.kill('SIGTERM');
+  }
+});
+
 t.test('SIGKILL in the middle of a burst of keyed dials: every key ends with one call row', async (t) => {
   const org = await callOrg();
   const N = 200;
