@@ -279,7 +279,9 @@ export class HttpGateway {
           ctx.claim = claim;
           let lost = false;
           try {
-            reply = serialize(await route.handler(ctx));
+            // What the handler recorded with its effect is what every replay will send: send exactly that now too.
+            const r = serialize(await route.handler(ctx));
+            reply = r.status < 300 && claim.recorded ? claim.recorded : r;
           } catch (err) {
             // Another attempt with this key committed first: this one rolled back; answer with the winner's response.
             if (!(err instanceof IdempotencyRecordExists)) reply = serialize(errorReply(err, this.deps.log, requestId));

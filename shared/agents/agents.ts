@@ -69,7 +69,9 @@ export async function updateAgent(db: Db, organizationId: string, id: string, pa
 
 export async function deleteAgent(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
   await getAgent(db, organizationId, id);
-  await writeWithin(db, within, async (q) => { await q.none('UPDATE agents SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]); });
+  await writeWithin(db, within, async (q) => {
+    await q.none('UPDATE agents SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+  });
 }
 
 export async function listAgents(db: Db, organizationId: string, p: PageParams): Promise<AgentRow[]> {

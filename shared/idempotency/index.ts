@@ -10,8 +10,8 @@ export { IdempotencyRecordExists } from './records.ts';
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 // How long a request may run before its claim lapses (a crashed gateway must not lock a key for a day).
 export const DEFAULT_LEASE_MS = 60_000;
-// Printable ASCII. uWebSockets.js trims bytes >= 0x80 at either end of a header value (see server.ts), so the
-// gateway also checks the raw header block for them before this pattern sees the value.
+// Printable ASCII. Bytes >= 0x80 inside the value reach it (decoded, or as U+FFFD) and fail here; uWebSockets.js
+// trims them at either end of a header value before JS sees it (README, Idempotency), which no pattern can catch.
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }
@@ -134,7 +134,6 @@ function invalidKey(): ApiError {
     fields: { 'Idempotency-Key': 'must be 1 to 255 printable ASCII characters' },
   });
 }
-export { invalidKey as invalidIdempotencyKey };
 
 function conflict(originalRequestId: string): ApiError {
   return new ApiError('idempotency_conflict',
