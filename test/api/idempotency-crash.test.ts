@@ -1,5 +1,6 @@
 // Idempotency across a gateway crash (real gateway processes, real SIGKILL): a retry after the call row committed
-// replays the original 202 at once and never places the call twice; plus non-ASCII keys are refused.
+// replays the original 202 at once and never places the call twice (likewise for other transactional endpoints);
+// a burst of keyed dials survives a kill; non-ASCII keys are refused.
 import { connect } from 'node:net';
 import t from 'tap';
 import { setLimits } from '../../shared/calls/limits.ts';
@@ -8,6 +9,11 @@ import { eventually, httpCall, testEnv, type Proc, type Response } from '../help
 // Claims of a killed gateway lapse after IDEMPOTENCY_LEASE_MS; shortened here so that keys whose first attempt never
 // committed become retryable within the test (the default is 60 s).
 const env = await testEnv(t, { gateway: false, env: { IDEMPOTENCY_LEASE_MS: '3000' } });
+// Six gateway start-ups on a shared 2-core machine: allow more than the default 180 s.
+t.setTimeout(360_000);
+/** The gateway that serves whatever comes next (each subtest may kill it and start another). */
+let live: { proc: Proc; url: string } | null = null;
+t.teardown(() => live?.proc.kill());
 
 async function gateway(extra: Record<string, string> = {}): Promise<{ proc: Proc; url: string }> {
   const proc = env.spawn('gateway', extra);
@@ -29,66 +35,51 @@ const dialBody = (org: Org, i: number) => ({ from_number: org.from, to_number: `
 const dial = (url: string, org: Org, idem: string, body: unknown) =>
   httpCall(url, 'POST', '/v1/calls/dial', { key: org.api_key, body, headers: { 'idempotency-key': idem } });
 
-async function callIds(org: Org): Promise<string[]> {
-  return (await env.db.any<{ id: string }>('SELECT id FROM calls WHERE organization_id = $1 ORDER BY id', [org.organization_id])).map((r) => r.id);
-}
-
-t.test('killed after the call row committed, before the response was stored: the retry replays the 202', async (t) => {
+t.test('killed after the effect committed, before the response was stored: the retry replays it at once', async (t) => {
   const org = await callOrg();
-  const body = dialBody(org, 1);
-  const doomed = await gateway({ GATEWAY_FAULT: 'kill-after-commit' });
-  const lost = await dial(doomed.url, org, 'crash-once', body).then((r) => r.status, (e: Error) => e.message);
-  t.type(lost, 'string', `the client saw no response (${lost})`);
-  t.equal(await doomed.proc.exited, null, 'the gateway was killed by a signal');
-  const rows = await callIds(org);
-  t.equal(rows.length, 1, 'the call row committed before the kill');
-
-  const gw = await gateway();
-  const retry = await dial(gw.url, org, 'crash-once', body);
-  t.equal(retry.status, 202, 'the first retry after the restart is the original 202, not 409 in progress');
-  t.equal(retry.headers['idempotency-replay'], 'true', 'marked as a replay');
-  t.equal(retry.body?.data?.call_id, rows[0], 'with the committed call\'s id');
-  const again = await dial(gw.url, org, 'crash-once', body);
-  t.equal(again.status, 202);
-  t.equal(again.text, retry.text, 'replays stay byte-identical');
-  const other = await dial(gw.url, org, 'crash-once', dialBody(org, 2));
-  t.equal(other.status, 409, 'the same key with another body is still a conflict');
-  t.equal(other.body?.error?.code, 'idempotency_conflict');
-  t.same(await callIds(org), rows, 'exactly one call row for the key');
-  await gw.proc.kill('SIGTERM');
-});
-
-t.test('the same holds for other transactional endpoints: agent create, number purchase', async (t) => {
-  const org = await callOrg();
+  // One transactional endpoint after another, each on a gateway that SIGKILLs itself right after the commit.
   const cases = [
-    { path: '/v1/agents', body: { name: 'Crash agent' }, rows: 'SELECT id::text FROM agents WHERE organization_id = $1' },
-    { path: '/v1/phone-numbers', body: { area_code: '212' },
+    { path: '/v1/calls/dial', body: dialBody(org, 1), idOf: (d: any) => d?.call_id,
+      rows: 'SELECT id::text FROM calls WHERE organization_id = $1' },
+    { path: '/v1/agents', body: { name: 'Crash agent' }, idOf: (d: any) => d?.id,
+      rows: 'SELECT id::text FROM agents WHERE organization_id = $1' },
+    { path: '/v1/phone-numbers', body: { area_code: '212' }, idOf: (d: any) => String(d?.id),
       rows: `SELECT id::text FROM phone_numbers WHERE organization_id = $1 AND phone_number LIKE '+1212%'` },
   ];
+  const send = (url: string, c: typeof cases[number], body: unknown = c.body) =>
+    httpCall(url, 'POST', c.path, { key: org.api_key, body, headers: { 'idempotency-key': `crash${c.path}` } });
+  const committed: string[] = [];
   for (const c of cases) {
-    const send = (url: string) => httpCall(url, 'POST', c.path, { key: org.api_key, body: c.body, headers: { 'idempotency-key': `crash${c.path}` } });
     const doomed = await gateway({ GATEWAY_FAULT: 'kill-after-commit' });
-    const answered = await send(doomed.url).then((r) => `${r.status} ${r.text}`, () => null);
+    const answered = await send(doomed.url, c).then((r) => `${r.status} ${r.text}`, () => null);
     if (answered) doomed.proc.kill();
     t.equal(answered, null, `${c.path}: no answer, the gateway killed itself after the commit`);
-    await doomed.proc.exited;
+    t.equal(await doomed.proc.exited, null, `${c.path}: killed by a signal`);
     const rows = await env.db.any<{ id: string }>(c.rows, [org.organization_id]);
     t.equal(rows.length, 1, `${c.path}: the effect committed before the kill`);
-    const gw = await gateway();
-    const retry = await send(gw.url);
-    t.ok(retry.status >= 200 && retry.status < 300, `${c.path}: the retry is the original ${retry.status}`);
-    t.equal(retry.headers['idempotency-replay'], 'true', `${c.path}: a replay`);
-    t.equal(String(retry.body?.data?.id), rows[0].id, `${c.path}: of the committed row`);
-    t.same(await env.db.any(c.rows, [org.organization_id]), rows, `${c.path}: still one row`);
-    await gw.proc.kill('SIGTERM');
+    committed.push(rows[0].id);
   }
+
+  live = await gateway();
+  for (const [i, c] of cases.entries()) {
+    const retry = await send(live.url, c);
+    t.ok(retry.status >= 200 && retry.status < 300, `${c.path}: the first retry after the restart is the original ${retry.status}, not 409 in progress`);
+    t.equal(retry.headers['idempotency-replay'], 'true', `${c.path}: marked as a replay`);
+    t.equal(c.idOf(retry.body?.data), committed[i], `${c.path}: of the committed row`);
+    const again = await send(live.url, c);
+    t.equal(again.text, retry.text, `${c.path}: replays stay byte-identical`);
+    t.same((await env.db.any<{ id: string }>(c.rows, [org.organization_id])).map((r) => r.id), [committed[i]], `${c.path}: still one row`);
+  }
+  const other = await send(live.url, cases[0], dialBody(org, 2));
+  t.equal(other.status, 409, 'the same key with another body is still a conflict');
+  t.equal(other.body?.error?.code, 'idempotency_conflict');
 });
 
 t.test('SIGKILL in the middle of a burst of keyed dials: every key ends with one call row', async (t) => {
   const org = await callOrg();
   const N = 200;
   const keys = Array.from({ length: N }, (_, i) => `burst-${i}`);
-  const first = await gateway();
+  const first = live ?? await gateway();
   let answered = 0;
   let killed = false;
   const firstAnswers = new Map<number, Response>();
@@ -107,16 +98,20 @@ t.test('SIGKILL in the middle of a burst of keyed dials: every key ends with one
   await first.proc.exited;
   t.ok(firstAnswers.size >= N / 4 && firstAnswers.size < N, `killed mid-burst (${firstAnswers.size} of ${N} answered)`);
 
-  const gw = await gateway();
+  live = await gateway();
+  const gw = live;
   const final = new Map<number, Response>();
+  // Every key is retried (16 at a time) until it answers something other than 409 in progress.
   await eventually(async () => {
-    for (let i = 0; i < N; i++) {
-      if (final.has(i)) continue;
-      const r = await dial(gw.url, org, keys[i], dialBody(org, i));
-      if (r.status !== 409) final.set(i, r);
-    }
+    const pending = keys.map((_, i) => i).filter((i) => !final.has(i));
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      for (let i = pending.shift(); i !== undefined; i = pending.shift()) {
+        const r = await dial(gw.url, org, keys[i], dialBody(org, i));
+        if (r.status !== 409) final.set(i, r);
+      }
+    }));
     return final.size === N;
-  }, 45_000, 200);
+  }, 90_000, 200);
 
   const rows = await env.db.any<{ to_number: string; n: number; ids: string[] }>(
     `SELECT to_number, count(*)::int AS n, array_agg(id::text) AS ids FROM calls WHERE organization_id = $1 GROUP BY to_number`,
@@ -135,7 +130,6 @@ t.test('SIGKILL in the middle of a burst of keyed dials: every key ends with one
   }
   t.equal(wrong, 0, 'every key: exactly one call row, and every answer carries that row\'s call_id');
   t.equal(rows.reduce((s, r) => s + r.n, 0), N, `${N} call rows in all`);
-  await gw.proc.kill('SIGTERM');
 });
 
 /** Sends a request with raw header bytes (Node's client would refuse or re-encode them). */
@@ -164,7 +158,7 @@ function rawPost(url: string, apiKey: string, idemKey: Buffer, body: string): Pr
 
 t.test('a non-ASCII Idempotency-Key is refused, never aliased to its ASCII part', async (t) => {
   const org = await callOrg();
-  const gw = await gateway();
+  const gw = live ?? (live = await gateway());
   const post = (key: Buffer, name: string) => rawPost(gw.url, org.api_key, key, JSON.stringify({ name }));
   // Bytes >= 0x80 inside the value reach the gateway (as U+FFFD or the decoded character) and are refused.
   const inside: Record<string, Buffer> = {
@@ -192,5 +186,4 @@ t.test('a non-ASCII Idempotency-Key is refused, never aliased to its ASCII part'
   }
   const n = await env.db.one('SELECT count(*)::int AS n FROM agents WHERE organization_id = $1 AND name LIKE $2', [org.organization_id, '%middle']);
   t.equal(n.n, 0, 'nothing was created for the refused keys');
-  await gw.proc.kill('SIGTERM');
 });
