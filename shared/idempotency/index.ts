@@ -58,7 +58,13 @@ export class IdempotencyStore {
       if (state === 'done') return { kind: 'replay', response: { status: Number(status), body, headers: JSON.parse(headers) } };
     }
     // No finished response in Redis: a crash may have committed the effect but never stored its response there.
-    const durable = await findRecord(this.db, credentialId, keyHash, IDEMPOTENCY_RETENTION_MS);
+    let durable: DurableRecord | null;
+    try {
+      durable = await findRecord(this.db, credentialId, keyHash, IDEMPOTENCY_RETENTION_MS);
+    } catch (err) {
+      if (claimed) await this.settle(recordKey, requestId, null).catch(() => undefined);
+      throw err;
+    }
     if (durable) {
       if (durable.fingerprint !== fingerprint) {
         if (claimed) await this.settle(recordKey, requestId, null);
