@@ -25,6 +25,8 @@ export interface Config {
   /** Public base URL, used in WWW-Authenticate and Link headers; derived from Host when unset. */
   publicUrl: string | null;
   logLevel: string;
+  /** How long an idempotency claim of a request in progress lasts (a crashed gateway's claim lapses after it). */
+  idempotencyLeaseMs: number;
   webhookAllowInsecure: boolean;
   /** Multiplies the webhook retry schedule (WEBHOOK_RETRY_SCALE, default 1; tests use e.g. 0.01). */
   webhookRetryScale: number;
@@ -82,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null,
     logLevel: env.LOG_LEVEL || 'info',
+    idempotencyLeaseMs: int('IDEMPOTENCY_LEASE_MS', 60_000, env) || 60_000,
     webhookAllowInsecure: env.WEBHOOK_ALLOW_INSECURE === '1',
     webhookRetryScale: retryScale,
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, env) || 10_000,

@@ -64,3 +64,17 @@ export async function dropDatabase(url: string): Promise<void> {
     await admin.$pool.end();
   }
 }
+
+/** Work that must commit together with a transaction's own writes (e.g. a request's idempotency record); it gets
+ *  the transaction and what the transaction produced. */
+export type WithinTx<T> = (tx: Tx, result: T) => Promise<void>;
+
+/** Runs a write (one statement or several) and, when `within` is given, in one transaction together with it. */
+export async function writeWithin<T>(db: Db, within: WithinTx<T> | undefined, write: (q: Db | Tx) => Promise<T>): Promise<T> {
+  if (!within) return write(db);
+  return db.tx(async (tx) => {
+    const result = await write(tx);
+    await within(tx, result);
+    return result;
+  });
+}

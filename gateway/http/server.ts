@@ -2,7 +2,8 @@ import uWS from 'uWebSockets.js';
 import type { Principal } from '../../shared/accounts/principal.ts';
 import { forgetAccount } from '../../shared/accounts/snapshot.ts';
 import { ApiError, validationError } from '../../shared/errors.ts';
-import { canonicalJson, IdempotencyStore, type StoredResponse } from '../../shared/idempotency/index.ts';
+import type { Tx, WithinTx } from '../../shared/db.ts';
+import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/index.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
@@ -23,6 +24,9 @@ const ANONYMOUS_LIMIT = 600;
 // A busy key costs one Redis round trip per 1% of its limit instead of one per request; a replica can strand at
 // most that 1% of a window unused (see FixedWindowLimiter).
 const RATE_LEASE_SHARE = 0.01;
+/** Fault injection for the crash test only: `kill-after-commit` makes the gateway SIGKILL itself after a keyed
+ *  request's handler succeeded (its effect committed) and before its response is stored. */
+const FAULT = process.env.GATEWAY_FAULT;
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
@@ -119,7 +123,7 @@ export class HttpGateway {
   constructor(readonly deps: GatewayDeps) {
     this.auth = new Authenticator(deps.db, deps.key);
     this.limiter = new FixedWindowLimiter(deps.redis, { leaseShare: RATE_LEASE_SHARE });
-    this.idempotency = new IdempotencyStore(deps.redis, deps.key);
+    this.idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
     this.accessLog = new AccessLog(deps.log);
     this.keyLimitPrefix = deps.key('rl', 'key', '');
     this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
@@ -288,12 +292,19 @@ export class HttpGateway {
           reply = claim.response;
           headers['Idempotency-Replay'] = 'true';
         } else {
+          ctx.claim = claim;
+          let lost = false;
           try {
-            reply = serialize(await route.handler(ctx));
+            // What the handler recorded with its effect is what every replay will send: send exactly that now too.
+            const r = serialize(await route.handler(ctx));
+            reply = r.status < 300 && claim.recorded ? claim.recorded : r;
           } catch (err) {
-            reply = serialize(errorReply(err, this.deps.log, requestId));
+            // Another attempt with this key committed first: this one rolled back; answer with the winner's response.
+            if (!(err instanceof IdempotencyRecordExists)) reply = serialize(errorReply(err, this.deps.log, requestId));
+            else { reply = await claim.replayCommitted(); lost = true; headers['Idempotency-Replay'] = 'true'; }
           }
-          await claim.finish(reply);
+          if (FAULT === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
+          if (!lost) await claim.finish(reply);
         }
       } else {
         const r = await route.handler(ctx);
@@ -401,6 +412,16 @@ class HandlerContext {
     readonly query: Record<string, string>, readonly params: Record<string, string>, readonly requestId: string,
     readonly headers: Record<string, string>) {
     this.deps = gateway.deps;
+  }
+
+  /** The idempotency claim of this request, when it carries an Idempotency-Key and runs for the first time. */
+  claim: NewClaim | null = null;
+
+  /** See Ctx.idempotent. */
+  idempotent<T>(reply: (result: T) => Reply): WithinTx<T> | undefined {
+    const claim = this.claim;
+    if (!claim) return undefined;
+    return (tx: Tx, result: T) => claim.recordInTx(tx, serialize(reply(result)));
   }
 
   get baseUrl(): string { return this.gateway.baseUrl(this.headers); }

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Principal } from '../../shared/accounts/principal.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Config } from '../../shared/config.ts';
-import type { Db } from '../../shared/db.ts';
+import type { Db, WithinTx } from '../../shared/db.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Cursors } from '../../shared/pagination.ts';
 import type { Keyer } from '../../shared/redis.ts';
@@ -64,6 +64,10 @@ export interface Ctx<B, Q, P> {
   headers: Record<string, string>;
   /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
   readonly baseUrl: string;
+  /** For a request with an Idempotency-Key: the hook that writes its durable idempotency record, to be run inside
+   *  the transaction of the handler's effect (pass it to the shared function that owns that transaction), given
+   *  how the handler turns the transaction's result into its reply. Undefined without a key (no extra writes). */
+  idempotent<T>(reply: (result: T) => Reply): WithinTx<T> | undefined;
 }
 
 export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,

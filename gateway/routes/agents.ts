@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { agentView, createAgent, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
+import { agentView, createAgent, type AgentRow, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
 import { PageQuery } from '../../shared/pagination.ts';
-import type { Plugin } from '../http/types.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta } from './schemas.ts';
 
 const fields = {
@@ -23,8 +23,10 @@ export const agentRoutes: Plugin = (routes) => {
     body: Type.Object({ name: fields.name, greeting: Type.Optional(fields.greeting), prompt: Type.Optional(fields.prompt),
       voice: Type.Optional(fields.voice) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Agent }) },
-    handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: agentView(await createAgent(deps.db, principal.organizationId, body)) } }),
+    handler: async (ctx) => {
+      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: agentView(a) } });
+      return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
+    },
   });
   routes.add({
     method: 'GET', path: '/v1/agents', scope: 'agents:read', tag: 'Agents', summary: 'List voice agents, newest first.',
@@ -48,16 +50,19 @@ export const agentRoutes: Plugin = (routes) => {
     body: Type.Object({ name: Type.Optional(fields.name), greeting: Type.Optional(fields.greeting),
       prompt: Type.Optional(fields.prompt), voice: Type.Optional(fields.voice) }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: Agent }) },
-    handler: async ({ deps, principal, params, body }) =>
-      ({ status: 200, body: { data: agentView(await updateAgent(deps.db, principal.organizationId, params.id, body)) } }),
+    handler: async (ctx) => {
+      const reply = (a: AgentRow): Reply => ({ status: 200, body: { data: agentView(a) } });
+      return reply(await updateAgent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
+    },
   });
   routes.add({
     method: 'DELETE', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents',
     summary: 'Delete a voice agent (calls that used it keep their history).',
     params: IdParams, response: { status: 204, description: 'Deleted' },
-    handler: async ({ deps, principal, params }) => {
-      await deleteAgent(deps.db, principal.organizationId, params.id);
-      return { status: 204 };
+    handler: async (ctx) => {
+      const reply = (): Reply => ({ status: 204 });
+      await deleteAgent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      return reply();
     },
   });
 };

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { resolveAgent } from '../../shared/calls/agents.ts';
-import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
+import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
@@ -9,7 +9,7 @@ import { recordingStore } from '../../shared/calls/recording-store.ts';
 import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
-import type { Deprecation, Plugin } from '../http/types.ts';
+import type { Deprecation, Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable } from './schemas.ts';
 
 const Number164 = (description: string, extra: Record<string, unknown> = {}) => Type.String({ description, ...extra });
@@ -90,12 +90,14 @@ export const callRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: Accepted }), description: 'Accepted; the call progresses asynchronously.' },
     errors: [...CALL_ERRORS],
-    handler: async ({ deps, principal, body }) => {
+    handler: async (ctx) => {
+      const { deps, principal, body } = ctx;
+      const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call) } });
       const call = await placeCall(callRuntime(deps), principal, {
         type: 'bridge', from: body.from_number, to: body.to_number, connect: body.connect_number,
         numberSetId: body.number_set_id, record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
-      });
-      return { status: 202, body: { data: accepted(call) } };
+      }, ctx.idempotent(reply));
+      return reply(call);
     },
   });
 
@@ -121,24 +123,26 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String(), agent_id: Nullable(Type.String()) }) }),
     },
     errors: [...CALL_ERRORS],
-    handler: async ({ deps, principal, body, baseUrl }) => {
+    handler: async (ctx) => {
+      const { deps, principal, body, baseUrl } = ctx;
       const fields: Record<string, string> = {};
       if (body.from_number !== undefined && body.caller_id !== undefined) fields.caller_id = 'give from_number or caller_id (its deprecated name), not both';
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
       if (Object.keys(fields).length) throw new ApiError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
+      const reply = (call: CallRow): Reply => ({
+        status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
+        deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
+      });
       const call = await placeCall(callRuntime(deps), principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
           to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
         },
-      });
-      return {
-        status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
-        deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
-      };
+      }, ctx.idempotent(reply));
+      return reply(call);
     },
   });
 

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import {
-  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber,
+  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
-import type { Plugin } from '../http/types.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { PhoneNumber } from './phone-numbers.ts';
 import { Nullable } from './schemas.ts';
 
@@ -53,15 +53,17 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
     errors: ['number_unavailable'],
-    handler: async ({ deps, principal, body }) => {
-      const row = await purchaseNumber(deps.db, principal, body);
+    handler: async (ctx) => {
+      const { deps, principal, body } = ctx;
+      const reply = (r: LifecycleRow): Reply => ({ status: 202, body: { data: numberDetailView(r) } });
+      const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
       try {
         await enqueueProvisioning(deps.redis, deps.config, row.id);
       } catch (err) {
         // The workers' provisioning sweep picks the number up; the purchase itself is committed.
         deps.log.warn({ err: (err as Error).message, phone_id: row.id }, 'provisioning enqueue failed; left to the sweep');
       }
-      return { status: 202, body: { data: numberDetailView(row) } };
+      return reply(row);
     },
   });
 
@@ -80,12 +82,14 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
-    handler: async ({ deps, principal, params }) => {
-      const row = await releaseNumber(deps.db, principal.organizationId, params.id);
+    handler: async (ctx) => {
+      const { deps, principal, params } = ctx;
+      const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
+      const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
       await cancelQueuedCallsFrom(callRuntime(deps), principal.organizationId, row.id).catch((err) =>
         deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));
-      return { status: 200, body: { data: numberDetailView(row) } };
+      return reply(row);
     },
   });
 };

@@ -3,9 +3,9 @@ import { PageQuery } from '../../shared/pagination.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/event-types.ts';
 import {
   attemptView, createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
-  subscriptionView,
+  subscriptionView, type CreatedSubscription,
 } from '../../shared/webhooks/subscriptions.ts';
-import type { Plugin } from '../http/types.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable } from './schemas.ts';
 
 
@@ -53,10 +53,11 @@ export const webhookRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
     errors: ['subscription_exists', 'subscription_limit_exceeded'],
-    handler: async ({ deps, principal, body }) => ({
-      status: 201,
-      body: { data: await createSubscription(deps.db, principal.organizationId, body, deps.config.webhookAllowInsecure) },
-    }),
+    handler: async (ctx) => {
+      const reply = (data: CreatedSubscription): Reply => ({ status: 201, body: { data } });
+      return reply(await createSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.deps.config.webhookAllowInsecure,
+        ctx.idempotent(reply)));
+    },
   });
 
   routes.add({
@@ -87,9 +88,10 @@ export const webhookRoutes: Plugin = (routes) => {
     summary: 'Remove a subscription: nothing more is delivered to it, pending retries included.',
     params: IdParams,
     response: { status: 204, description: 'No Content' },
-    handler: async ({ deps, principal, params }) => {
-      await deleteSubscription(deps.db, principal.organizationId, params.id);
-      return { status: 204 };
+    handler: async (ctx) => {
+      const reply = (): Reply => ({ status: 204 });
+      await deleteSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      return reply();
     },
   });
 
@@ -98,10 +100,11 @@ export const webhookRoutes: Plugin = (routes) => {
     summary: 'Turn a subscription disabled by a 410 back on. Later events are delivered; those in between are not.',
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Subscription }) },
-    handler: async ({ deps, principal, params }) => ({
-      status: 200,
-      body: { data: await enableSubscription(deps.db, principal.organizationId, params.id, deps.config.webhookAllowInsecure) },
-    }),
+    handler: async (ctx) => {
+      const reply = (data: unknown): Reply => ({ status: 200, body: { data } });
+      return reply(await enableSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.params.id,
+        ctx.deps.config.webhookAllowInsecure, ctx.idempotent(reply)));
+    },
   });
 
   routes.add({

@@ -1,4 +1,4 @@
-import type { Db } from '../db.ts';
+import { writeWithin, type Db, type WithinTx } from '../db.ts';
 import { notFound } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -32,11 +32,11 @@ export const agentView = (a: AgentRow) => ({
   updated_at: a.updated_at.toISOString(),
 });
 
-export async function createAgent(db: Db, organizationId: string, a: AgentInput): Promise<AgentRow> {
-  return db.one(
+export async function createAgent(db: Db, organizationId: string, a: AgentInput, within?: WithinTx<AgentRow>): Promise<AgentRow> {
+  return writeWithin(db, within, (q) => q.one(
     `INSERT INTO agents (id, organization_id, name, greeting, prompt, voice) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
     [uuidv7(), organizationId, a.name, a.greeting ?? DEFAULT_GREETING, a.prompt ?? '', a.voice ?? DEFAULT_VOICE],
-  );
+  ));
 }
 
 /** An agent of the organization that is not deleted, or null (another organization's agent included). */
@@ -52,21 +52,26 @@ export async function getAgent(db: Db, organizationId: string, id: string): Prom
   return row;
 }
 
-export async function updateAgent(db: Db, organizationId: string, id: string, patch: Partial<AgentInput>): Promise<AgentRow> {
+export async function updateAgent(db: Db, organizationId: string, id: string, patch: Partial<AgentInput>,
+  within?: WithinTx<AgentRow>): Promise<AgentRow> {
   await getAgent(db, organizationId, id);
-  const row = await db.oneOrNone(
+  return writeWithin(db, within, async (q) => {
+    const row = await q.oneOrNone<AgentRow>(
     `UPDATE agents SET name = COALESCE($3, name), greeting = COALESCE($4, greeting), prompt = COALESCE($5, prompt),
             voice = COALESCE($6, voice), updated_at = now()
       WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`,
-    [id, organizationId, patch.name ?? null, patch.greeting ?? null, patch.prompt ?? null, patch.voice ?? null],
-  );
-  if (!row) throw notFound(`Agent ${id}`);
-  return row;
+      [id, organizationId, patch.name ?? null, patch.greeting ?? null, patch.prompt ?? null, patch.voice ?? null],
+    );
+    if (!row) throw notFound(`Agent ${id}`);
+    return row;
+  });
 }
 
-export async function deleteAgent(db: Db, organizationId: string, id: string): Promise<void> {
+export async function deleteAgent(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
   await getAgent(db, organizationId, id);
-  await db.none('UPDATE agents SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+  await writeWithin(db, within, async (q) => {
+    await q.none('UPDATE agents SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+  });
 }
 
 export async function listAgents(db: Db, organizationId: string, p: PageParams): Promise<AgentRow[]> {

@@ -13,6 +13,7 @@
 //   6 daily spend cap    402 spend_cap_reached
 //   7 channels           409 channel_limit_exceeded (category account_limit)
 import type { Principal } from '../accounts/principal.ts';
+import type { WithinTx } from '../db.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
@@ -49,7 +50,8 @@ interface OrgState {
 const blocked = (field: string, message: string, hint?: string) =>
   new ApiError('destination_blocked', `${field} ${message}.`, { fields: { [field]: message }, resolutionHint: hint });
 
-export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest): Promise<CallRow> {
+/** `within` commits with the call row (a request's idempotency record). */
+export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest, within?: WithinTx<CallRow>): Promise<CallRow> {
   const { db, key } = rt.deps;
   const F = req.names.from;
   const T = req.names.to;
@@ -179,7 +181,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       legs, channels, carrier: rt.profile.name, time_scale: rt.profile.timeScale,
       max_duration_seconds: effectiveMaxCallMinutes(org.max_call_minutes, org.phone_max) * 60,
       ring_timeout_seconds: RING_TIMEOUT_SECONDS, price_cents_per_minute: rt.profile.pricePerMinuteCents, created_at: now,
-    });
+    }, within);
   } catch (err) {
     await rt.channels.release(p.organizationId, id).catch(() => undefined);
     throw err;

@@ -2,7 +2,7 @@
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
 import { ApiError, notFound } from '../errors.ts';
-import { pgp, type Db } from '../db.ts';
+import { pgp, type Db, type WithinTx } from '../db.ts';
 import { isUuid } from '../ids.ts';
 import { eventsInsertSql, wakeRelay } from '../events/outbox.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -18,8 +18,9 @@ export type NewCall = Pick<CallRow,
   | 'phone_number_id' | 'agent_id' | 'agent' | 'record' | 'legs' | 'channels' | 'carrier' | 'time_scale'
   | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>;
 
-/** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction). */
-export async function insertCall(db: Db, c: NewCall): Promise<CallRow> {
+/** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction); with
+ *  `within` (a request's idempotency record), in one explicit transaction that also runs it. */
+export async function insertCall(db: Db, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
   const row: CallRow = {
     ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
     disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, originated_at: null, answered_at: null,
@@ -36,7 +37,8 @@ export async function insertCall(db: Db, c: NewCall): Promise<CallRow> {
   );
   const event = eventsInsertSql([{ organizationId: row.organization_id, eventType: 'new_call', data: callEventPayload(row) }]);
   // Several statements in one simple query run as one implicit transaction: both rows or neither.
-  await db.none(`${insert};\n${event}`);
+  if (!within) await db.none(`${insert};\n${event}`);
+  else await db.tx('insert-call', async (tx) => { await tx.none(`${insert};\n${event}`); await within(tx, row); });
   wakeRelay(db);
   return row;
 }

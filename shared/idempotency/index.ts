@@ -1,18 +1,22 @@
 import type { Redis } from 'ioredis';
+import type { Db, Tx } from '../db.ts';
 import { ApiError } from '../errors.ts';
 import { sha256hex } from '../ids.ts';
 import { defineScript, script } from '../redis-scripts.ts';
+import { findRecord, writeRecord, type DurableRecord } from './records.ts';
+
+export { IdempotencyRecordExists } from './records.ts';
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 // How long a request may run before its claim lapses (a crashed gateway must not lock a key for a day).
-const LEASE_MS = 60_000;
+export const DEFAULT_LEASE_MS = 60_000;
+// Printable ASCII. Bytes >= 0x80 inside the value reach it (decoded, or as U+FFFD) and fail here; uWebSockets.js
+// trims them at either end of a header value before JS sees it (README, Idempotency), which no pattern can catch.
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }
 
-export type Claim =
-  | { kind: 'new'; finish(res: StoredResponse): Promise<void> }
-  | { kind: 'replay'; response: StoredResponse };
+export type Claim = NewClaim | { kind: 'replay'; response: StoredResponse };
 
 /** JSON with sorted keys, so the same parameters in another order are the same request. */
 export function canonicalJson(v: unknown): string {
@@ -24,52 +28,130 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** Idempotency-Key handling: scoped to the credential, kept 24 hours after the first successful (2xx) response.
- *  A failed first attempt releases the key so the client can retry with it. */
+ *  A failed first attempt releases the key so the client can retry with it.
+ *  Redis holds the claims ("running" under a lease) and a fast copy of finished responses; PostgreSQL holds the
+ *  durable record that a handler writes in its effect's transaction (NewClaim.recordInTx). When Redis has no
+ *  finished response the durable record decides, so a response lost in a crash is replayed, never re-executed. */
 export class IdempotencyStore {
   private readonly begin;
-  private readonly finish;
-  constructor(redis: Redis, private readonly key: (...p: string[]) => string) {
+  private readonly finishScript;
+  constructor(redis: Redis, private readonly key: (...p: string[]) => string, private readonly db: Db,
+    private readonly leaseMs = DEFAULT_LEASE_MS) {
     defineScript(redis, 'olIdemBegin', new URL('./begin.lua', import.meta.url), 1);
     defineScript(redis, 'olIdemFinish', new URL('./finish.lua', import.meta.url), 1);
     this.begin = script(redis, 'olIdemBegin');
-    this.finish = script(redis, 'olIdemFinish');
+    this.finishScript = script(redis, 'olIdemFinish');
   }
 
   static validateKey(k: string): void {
-    if (!KEY_PATTERN.test(k)) {
-      throw new ApiError('validation_error', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
-        fields: { 'Idempotency-Key': 'must be 1 to 255 printable ASCII characters' },
-      });
-    }
+    if (!KEY_PATTERN.test(k)) throw invalidKey();
   }
 
   async claim(credentialId: string, idemKey: string, fingerprint: string, requestId: string): Promise<Claim> {
-    const recordKey = this.key('idem', credentialId, sha256hex(idemKey));
-    const r = (await this.begin(recordKey, fingerprint, requestId, LEASE_MS)) as (string | null)[];
-    if (r[0] === 'new') {
-      return {
-        kind: 'new',
-        finish: async (res) => {
-          const ok = res.status >= 200 && res.status < 300;
-          await this.finish(recordKey, requestId, ok ? 'store' : 'release', res.status, res.body.toString(),
-            JSON.stringify(res.headers), IDEMPOTENCY_RETENTION_MS);
-        },
-      };
+    const keyHash = sha256hex(idemKey);
+    const recordKey = this.key('idem', credentialId, keyHash);
+    const r = (await this.begin(recordKey, fingerprint, requestId, this.leaseMs)) as (string | null)[];
+    const claimed = r[0] === 'new';
+    if (!claimed) {
+      const [state, fp, rid, status, body, headers] = r as string[];
+      if (fp !== fingerprint) throw conflict(rid);
+      if (state === 'done') return { kind: 'replay', response: { status: Number(status), body, headers: JSON.parse(headers) } };
     }
-    const [state, fp, rid, status, body, headers] = r as string[];
-    if (fp !== fingerprint) {
-      throw new ApiError('idempotency_conflict',
-        'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
-        { fields: { conflicts_with: rid } });
+    // No finished response in Redis: a crash may have committed the effect but never stored its response there.
+    let durable: DurableRecord | null;
+    try {
+      durable = await findRecord(this.db, credentialId, keyHash, IDEMPOTENCY_RETENTION_MS);
+    } catch (err) {
+      if (claimed) await this.settle(recordKey, requestId, null).catch(() => undefined);
+      throw err;
     }
-    if (state !== 'done') {
-      // Same code as a body mismatch (the reference's only idempotency code); Retry-After and the field text say
-      // that this one is worth retrying.
-      throw new ApiError('idempotency_conflict',
-        'A request with this Idempotency-Key is still being processed. Retry shortly to receive its result.',
-        { fields: { conflicts_with: rid, 'Idempotency-Key': 'in progress; retry after the Retry-After delay' },
-          headers: { 'Retry-After': '1' } });
+    if (durable) {
+      if (durable.fingerprint !== fingerprint) {
+        if (claimed) await this.settle(recordKey, requestId, null);
+        throw conflict(durable.request_id);
+      }
+      const response = fromRecord(durable);
+      // Copied back to Redis for the next retry: into our claim, or into the lapsed claimant's.
+      await this.settle(recordKey, claimed ? requestId : r[2]!, response, durable.request_id);
+      return { kind: 'replay', response };
     }
-    return { kind: 'replay', response: { status: Number(status), body, headers: JSON.parse(headers) } };
+    if (!claimed) throw inProgress(r[2]!);
+    return new NewClaim(this, { credentialId, keyHash, fingerprint, requestId }, recordKey);
   }
+
+  /** Stores a finished response in Redis (null: releases the claim). Only the claimant's request id settles it;
+   *  `originalRequestId` names the request that produced a response copied back from its durable record. */
+  async settle(recordKey: string, requestId: string, res: StoredResponse | null, originalRequestId = ''): Promise<void> {
+    await this.finishScript(recordKey, requestId, res ? 'store' : 'release', res?.status ?? 0, res?.body.toString() ?? '',
+      JSON.stringify(res?.headers ?? {}), IDEMPOTENCY_RETENTION_MS, originalRequestId);
+  }
+
+  /** The committed record of a key whose write lost to another attempt's (see NewClaim.replayCommitted). */
+  async committed(id: RecordId): Promise<DurableRecord> {
+    const durable = await findRecord(this.db, id.credentialId, id.keyHash, IDEMPOTENCY_RETENTION_MS);
+    if (!durable) throw new Error('idempotency record vanished after a unique conflict');
+    if (durable.fingerprint !== id.fingerprint) throw conflict(durable.request_id);
+    return durable;
+  }
+}
+
+type RecordId = { credentialId: string; keyHash: string; fingerprint: string; requestId: string };
+
+/** A key this request claimed: the handler runs. */
+export class NewClaim {
+  readonly kind = 'new';
+  /** The response written to the durable record (set once recordInTx ran). */
+  recorded: StoredResponse | null = null;
+  constructor(private readonly store: IdempotencyStore, private readonly id: RecordId, private readonly recordKey: string) {}
+
+  /** Writes this request's record inside the effect's transaction; throws IdempotencyRecordExists (rolling the
+   *  transaction back) when another attempt with the key committed first. */
+  async recordInTx(tx: Tx, res: StoredResponse): Promise<void> {
+    await writeRecord(tx, this.id, res, IDEMPOTENCY_RETENTION_MS);
+    this.recorded = res;
+  }
+
+  /** After IdempotencyRecordExists: the winner's response, also stored in Redis for the next retry. */
+  async replayCommitted(): Promise<StoredResponse> {
+    try {
+      const durable = await this.store.committed(this.id);
+      const res = fromRecord(durable);
+      await this.store.settle(this.recordKey, this.id.requestId, res, durable.request_id);
+      return res;
+    } catch (err) {
+      await this.store.settle(this.recordKey, this.id.requestId, null);
+      throw err;
+    }
+  }
+
+  /** Stores a 2xx response (the recorded one when the handler wrote it), releases the key otherwise. */
+  async finish(res: StoredResponse): Promise<void> {
+    const ok = res.status >= 200 && res.status < 300;
+    await this.store.settle(this.recordKey, this.id.requestId, ok ? this.recorded ?? res : null);
+  }
+}
+
+function fromRecord(r: DurableRecord): StoredResponse {
+  return { status: r.status, body: r.body, headers: r.headers };
+}
+
+function invalidKey(): ApiError {
+  return new ApiError('validation_error', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
+    fields: { 'Idempotency-Key': 'must be 1 to 255 printable ASCII characters' },
+  });
+}
+
+function conflict(originalRequestId: string): ApiError {
+  return new ApiError('idempotency_conflict',
+    'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
+    { fields: { conflicts_with: originalRequestId } });
+}
+
+// Same code as a body mismatch (the reference's only idempotency code); Retry-After and the field text say that
+// this one is worth retrying.
+function inProgress(originalRequestId: string): ApiError {
+  return new ApiError('idempotency_conflict',
+    'A request with this Idempotency-Key is still being processed. Retry shortly to receive its result.',
+    { fields: { conflicts_with: originalRequestId, 'Idempotency-Key': 'in progress; retry after the Retry-After delay' },
+      headers: { 'Retry-After': '1' } });
 }

@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../db.ts';
+import type { Db, Tx, WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { parseE164 } from '../phone/e164.ts';
@@ -61,47 +61,55 @@ const isHeldViolation = (err: unknown) =>
 
 /** Buys a number for the organization: the row is inserted as PROVISIONING (the caller then enqueues the
  *  carrier's provisioning). 409 number_unavailable when the number, or every number of the area code, is held. */
-export async function purchaseNumber(db: Db, who: { organizationId: string; userId: string | null }, input: PurchaseInput): Promise<LifecycleRow> {
+export async function purchaseNumber(db: Db, who: { organizationId: string; userId: string | null }, input: PurchaseInput,
+  within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
   validatePurchase(input);
   return db.tx('purchase-number', async (tx) => {
-    const org = await tx.one<{ name: string; owner_user_id: string | null }>(
-      'SELECT name, owner_user_id FROM organizations WHERE id = $1', [who.organizationId]);
-    const userId = who.userId ?? org.owner_user_id;
-    if (!userId) throw validationError({ user: 'the organization has no user to own the number' });
-    const insert = (phoneNumber: string) => tx.tx((sp) => insertPhoneNumber(sp, {
-      organizationId: who.organizationId, userId, phoneNumber, name: input.name, status: 'PROVISIONING',
-      cnamDisplayName: cnamFrom(org.name),
-    })) as Promise<LifecycleRow>;
+    const row = await holdNumber(tx, who, input);
+    await within?.(tx, row);
+    return row;
+  });
+}
 
-    if (input.phone_number !== undefined) {
+/** Inserts the PROVISIONING row of the purchase (the number asked for, or a free one of the area code). */
+async function holdNumber(tx: Tx, who: { organizationId: string; userId: string | null }, input: PurchaseInput): Promise<LifecycleRow> {
+  const org = await tx.one<{ name: string; owner_user_id: string | null }>(
+    'SELECT name, owner_user_id FROM organizations WHERE id = $1', [who.organizationId]);
+  const userId = who.userId ?? org.owner_user_id;
+  if (!userId) throw validationError({ user: 'the organization has no user to own the number' });
+  const insert = (phoneNumber: string) => tx.tx((sp) => insertPhoneNumber(sp, {
+    organizationId: who.organizationId, userId, phoneNumber, name: input.name, status: 'PROVISIONING',
+    cnamDisplayName: cnamFrom(org.name),
+  })) as Promise<LifecycleRow>;
+
+  if (input.phone_number !== undefined) {
+    try {
+      return await insert(input.phone_number);
+    } catch (err) {
+      if (!isHeldViolation(err)) throw err;
+      const holder = await tx.oneOrNone(
+        `SELECT organization_id FROM phone_numbers WHERE phone_number = $1 AND status <> 'RELEASED'`, [input.phone_number]);
+      const mine = holder?.organization_id === who.organizationId;
+      throw new ApiError('number_unavailable',
+        mine ? 'This number already belongs to your organization.' : 'This number is held by another organization.',
+        { fields: { phone_number: mine ? 'is already yours' : 'is not available' },
+          resolutionHint: 'Pick another number from GET /v1/phone-numbers/available.' });
+    }
+  }
+  // By area code: take a free number; when a concurrent buyer takes it first, try the next one.
+  for (let round = 0; round < 5; round++) {
+    const candidates = await availableSandboxNumbers(tx, input.area_code!, 3);
+    if (!candidates.length) break;
+    for (const n of candidates) {
       try {
-        return await insert(input.phone_number);
+        return await insert(n);
       } catch (err) {
         if (!isHeldViolation(err)) throw err;
-        const holder = await tx.oneOrNone(
-          `SELECT organization_id FROM phone_numbers WHERE phone_number = $1 AND status <> 'RELEASED'`, [input.phone_number]);
-        const mine = holder?.organization_id === who.organizationId;
-        throw new ApiError('number_unavailable',
-          mine ? 'This number already belongs to your organization.' : 'This number is held by another organization.',
-          { fields: { phone_number: mine ? 'is already yours' : 'is not available' },
-            resolutionHint: 'Pick another number from GET /v1/phone-numbers/available.' });
       }
     }
-    // By area code: take a free number; when a concurrent buyer takes it first, try the next one.
-    for (let round = 0; round < 5; round++) {
-      const candidates = await availableSandboxNumbers(tx, input.area_code!, 3);
-      if (!candidates.length) break;
-      for (const n of candidates) {
-        try {
-          return await insert(n);
-        } catch (err) {
-          if (!isHeldViolation(err)) throw err;
-        }
-      }
-    }
-    throw new ApiError('number_unavailable', `No number is available in area code ${input.area_code}.`,
-      { fields: { area_code: 'has no available numbers' }, resolutionHint: 'Try another sandbox area code.' });
-  });
+  }
+  throw new ApiError('number_unavailable', `No number is available in area code ${input.area_code}.`,
+    { fields: { area_code: 'has no available numbers' }, resolutionHint: 'Try another sandbox area code.' });
 }
 
 /** The carrier finished provisioning: PROVISIONING -> ACTIVE and number_purchased, in one transaction. Returns null
@@ -120,13 +128,14 @@ export async function activateNumber(db: Db, id: number): Promise<LifecycleRow |
 }
 
 /** Releases a held number (provisioning or active): RELEASED with released_at, number_released; the row is kept. */
-export async function releaseNumber(db: Db, organizationId: string, id: number): Promise<LifecycleRow> {
+export async function releaseNumber(db: Db, organizationId: string, id: number, within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
   const row = await db.tx('release-number', async (tx) => {
     const row = await tx.oneOrNone<LifecycleRow>(
       `UPDATE phone_numbers SET status = 'RELEASED', released_at = now()
         WHERE id = $1 AND organization_id = $2 AND status <> 'RELEASED' RETURNING *`, [id, organizationId]);
     if (!row) throw notFound('Phone number');
     await recordEvent(tx, { organizationId, eventType: 'number_released', data: lifecycleRecord(row) });
+    await within?.(tx, row);
     return row;
   });
   wakeRelay(db);

@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../db.ts';
+import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -60,7 +60,8 @@ const duplicateOf = (existing: { id: string }, eventType: string) => new ApiErro
  *  Refuses a second live subscription of the same URL to the same event type (409 subscription_exists, with
  *  fields.conflicts_with = the existing id) and more than MAX_SUBSCRIPTIONS_PER_ORGANIZATION (409
  *  subscription_limit_exceeded). Both checks run under a per-organization lock, and a unique index backs the first. */
-export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean) {
+export async function createSubscription(db: Db, organizationId: string, input: NewSubscription, allowInsecure: boolean,
+  within?: WithinTx<CreatedSubscription>): Promise<CreatedSubscription> {
   const fields: Record<string, string> = {};
   if (!isSubscribable(input.event_type)) {
     fields.event_type = `must be one of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`;
@@ -75,7 +76,7 @@ export async function createSubscription(db: Db, organizationId: string, input: 
   const live = 'organization_id = $1 AND deleted_at IS NULL';
   const sameTarget = `${live} AND event_type = $2 AND md5(webhook_url) = md5($3) AND webhook_url = $3`;
   try {
-    const row = await db.tx(async (tx) => {
+    return await db.tx(async (tx) => {
       await tx.one("SELECT pg_advisory_xact_lock(hashtextextended('webhook_subscriptions:' || $1, 0))", [organizationId]);
       const existing = await tx.oneOrNone<{ id: string }>(`SELECT id FROM webhook_subscriptions WHERE ${sameTarget}`,
         [organizationId, input.event_type, webhookUrl]);
@@ -86,14 +87,16 @@ export async function createSubscription(db: Db, organizationId: string, input: 
           `Your organization has ${n} webhook subscriptions; the limit is ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION}.`,
           { resolutionHint: 'Delete subscriptions you no longer use; one subscription per URL and event type is enough.' });
       }
-      return tx.one<SubscriptionRow>(
+      const row = await tx.one<SubscriptionRow>(
         `INSERT INTO webhook_subscriptions (id, organization_id, webhook_url, event_type, workflow_id, campaign_id, secret)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
         [newSubscriptionId(), organizationId, webhookUrl, input.event_type, input.workflow_id ?? null,
           input.campaign_id ?? null, newSigningSecret()],
       );
+      const created: CreatedSubscription = { ...subscriptionView(row), secret: row.secret };
+      if (within) await within(tx, created);
+      return created;
     });
-    return { ...subscriptionView(row), secret: row.secret };
   } catch (err) {
     // The unique index: only reachable if a writer bypassed the lock (e.g. SQL by hand); answer the same 409.
     if ((err as { code?: string }).code === '23505') {
@@ -104,6 +107,7 @@ export async function createSubscription(db: Db, organizationId: string, input: 
     throw err;
   }
 }
+export type CreatedSubscription = ReturnType<typeof subscriptionView> & { secret: string };
 
 /** The organization's live subscriptions (active and disabled; deleted ones are gone), one keyset page. */
 export async function listSubscriptions(db: Db, organizationId: string, p: PageParams, eventType?: string) {
@@ -125,11 +129,13 @@ export async function getSubscription(db: Db | Tx, organizationId: string, id: s
 }
 
 /** Deletes a subscription: no further deliveries (pending retries are dropped); its attempt log is kept. */
-export async function deleteSubscription(db: Db, organizationId: string, id: string): Promise<void> {
-  const r = await db.result(
-    'UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
-    [id, organizationId]);
-  if (r.rowCount !== 1) throw notFound('Webhook subscription');
+export async function deleteSubscription(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
+  await writeWithin(db, within, async (q) => {
+    const r = await q.result(
+      'UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL',
+      [id, organizationId]);
+    if (r.rowCount !== 1) throw notFound('Webhook subscription');
+  });
 }
 
 /** A 410 Gone from the receiver: the subscription stops receiving (it stays listed with status disabled). */
@@ -142,15 +148,18 @@ export async function disableSubscription(db: Db, id: string, reason: string): P
 /** Turns a disabled subscription back on (its receiver is back): events from now on are delivered to it; those
  *  that occurred while it was disabled are not. Enabling an active subscription changes nothing. The URL is
  *  checked again (as at creation), since what its host resolves to may have changed. */
-export async function enableSubscription(db: Db, organizationId: string, id: string, allowInsecure: boolean) {
+export async function enableSubscription(db: Db, organizationId: string, id: string, allowInsecure: boolean,
+  within?: WithinTx<ReturnType<typeof subscriptionView>>) {
   const current = await getSubscription(db, organizationId, id);
   const url = await checkWebhookUrl(current.webhook_url, allowInsecure);
   if (!url.ok) throw validationError({ webhook_url: url.reason }, 'The subscription\'s URL is no longer allowed; subscribe a new one.');
-  const row = await db.oneOrNone<SubscriptionRow>(
-    `UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL
-      WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`, [id, organizationId]);
-  if (!row) throw notFound('Webhook subscription');
-  return subscriptionView(row);
+  return writeWithin(db, within, async (q) => {
+    const row = await q.oneOrNone<SubscriptionRow>(
+      `UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL
+        WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`, [id, organizationId]);
+    if (!row) throw notFound('Webhook subscription');
+    return subscriptionView(row);
+  });
 }
 
 /** What a delivery needs to know about its subscription (null when deleted). */

@@ -3,7 +3,8 @@
 // per API key and the 24-hour retention.
 import { Type } from '@sinclair/typebox';
 import t from 'tap';
-import type { Plugin } from '../../gateway/http/types.ts';
+import type { Plugin, Reply } from '../../gateway/http/types.ts';
+import { createAgent, type AgentRow } from '../../shared/agents/agents.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { sha256hex } from '../../shared/ids.ts';
 import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
@@ -37,6 +38,18 @@ const widgets: Plugin = (routes) => {
       }
       return { status: 201, body: { data: { name: body.name, size: body.size ?? null, execution: n, created_by: requestId } },
         headers: { Location: `/v1/test/widgets/${body.name}` } };
+    },
+  });
+  // A durable effect: an agent row, with the request's idempotency record in the same transaction.
+  routes.add({
+    method: 'POST', path: '/v1/test/agents', scope: 'account:read', tag: 'Test', summary: 'Test-only: a transactional effect.',
+    body: Type.Object({ name: Type.String({ minLength: 1 }), wait: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+    response: { status: 201 },
+    handler: async (ctx) => {
+      executions.set(ctx.body.name, ran(ctx.body.name) + 1);
+      if (ctx.body.wait) await gate;
+      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: { id: a.id, created_by: ctx.requestId } } });
+      return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, { name: ctx.body.name }, ctx.idempotent(reply)));
     },
   });
 };
@@ -160,6 +173,47 @@ t.test('a failed first attempt does not poison the key', async (t) => {
   const good = await post({ name, size: 5 }, idem);
   t.equal(good.status, 201, 'does not claim the key: a corrected body runs, no conflict');
   t.equal(ran(name), 1);
+});
+
+t.test('two attempts past a lost claim: one commits, the other rolls back and replays it', async (t) => {
+  const name = fresh('durable');
+  const idem = fresh('idem');
+  const record = `${env.config.redisPrefix}:idem:${org.api_key_id}:${sha256hex(idem)}`;
+  const send = () => env.request('POST', '/v1/test/agents', { key: org.api_key, body: { name, wait: true }, headers: { 'idempotency-key': idem } });
+  closeGate();
+  const a = send();
+  await eventually(async () => ran(name) === 1);
+  // The claim disappears while the first attempt still runs (as when a lease lapses under a slow request).
+  await env.redis.del(record);
+  const b = send();
+  await eventually(async () => ran(name) === 2);
+  openGate();
+  const [ra, rb] = await Promise.all([a, b]);
+  t.equal(ra.status, 201);
+  t.equal(rb.status, 201);
+  t.equal(ra.text, rb.text, 'both answer the committed response');
+  t.equal([ra, rb].filter((r) => r.headers['idempotency-replay'] === 'true').length, 1, 'the loser\'s answer is a replay');
+  const rows = await env.db.any('SELECT id FROM agents WHERE organization_id = $1 AND name = $2 AND deleted_at IS NULL', [org.organization_id, name]);
+  t.same(rows.map((r) => r.id), [ra.body.data.id], 'one agent row: the loser\'s transaction rolled back');
+  const later = await send();
+  t.equal(later.text, ra.text, 'a later retry replays it too');
+  t.equal(ran(name), 2, 'and does not execute');
+});
+
+t.test('a committed effect whose Redis record was lost replays from PostgreSQL', async (t) => {
+  const name = fresh('lost');
+  const idem = fresh('idem');
+  const send = () => env.request('POST', '/v1/test/agents', { key: org.api_key, body: { name }, headers: { 'idempotency-key': idem } });
+  const first = await send();
+  t.equal(first.status, 201);
+  await env.redis.del(`${env.config.redisPrefix}:idem:${org.api_key_id}:${sha256hex(idem)}`);
+  const again = await send();
+  t.equal(again.status, 201);
+  t.equal(again.text, first.text, 'the original response');
+  t.equal(again.headers['idempotency-replay'], 'true');
+  t.equal(ran(name), 1, 'not executed again');
+  const other = await env.request('POST', '/v1/test/agents', { key: org.api_key, body: { name: `${name}-x` }, headers: { 'idempotency-key': idem } });
+  conflict(t, other, first.headers['x-request-id'], 'another body against the durable record');
 });
 
 t.test('invalid Idempotency-Key values are 400 validation_error naming the header', async (t) => {

@@ -1,10 +1,12 @@
 // Retention against real PostgreSQL: relayed events and delivery attempts older than the retention are deleted in
 // batches; newer rows and events not yet relayed (whatever their age) stay; EVENTS_RETENTION_DAYS is read and
-// checked; the workers run the sweep as a service.
+// checked; idempotency records past their 24 hours go too; the workers run the sweep as a service.
 import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { pruneOldEvents } from '../../shared/events/retention.ts';
 import { uuidv7 } from '../../shared/ids.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { pruneIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import { SERVICES } from '../../workers/registry.ts';
 import { testEnv } from '../helpers/env.ts';
 
@@ -50,6 +52,17 @@ t.test('old relayed events and old attempts go; the rest stays', async (t) => {
   t.notOk(oldAttempts.some((id) => attempts.includes(id)), 'old attempts are gone');
   t.ok(attempts.includes(Number(recentAttempt)), 'a recent attempt stays');
   t.same(await pruneOldEvents(env.db, 30, 5), { events: 0, attempts: 0 }, 'a second sweep finds nothing');
+});
+
+t.test('idempotency records older than 24 hours go, in batches; younger ones stay', async (t) => {
+  const record = (key: string, ageHours: number) => env.db.none(
+    `INSERT INTO idempotency_records (credential_id, key_hash, fingerprint, request_id, status, body, headers, created_at)
+     VALUES ('cred', $1, 'fp', 'req', 202, '{}', '{}', now() - make_interval(hours => $2))`, [key, ageHours]);
+  for (let i = 0; i < 7; i++) await record(`old-${i}`, 25);
+  await record('young', 23);
+  t.equal(await pruneIdempotencyRecords(env.db, IDEMPOTENCY_RETENTION_MS, 3), 7, 'the 7 expired ones, over batches of 3');
+  t.same((await env.db.any('SELECT key_hash FROM idempotency_records')).map((r) => r.key_hash), ['young']);
+  t.equal(await pruneIdempotencyRecords(env.db, IDEMPOTENCY_RETENTION_MS, 3), 0, 'a second sweep finds nothing');
 });
 
 t.test('EVENTS_RETENTION_DAYS: default 30, 0 keeps everything, nonsense refused', async (t) => {

@@ -1,9 +1,12 @@
-import { pruneOldEvents } from '../../shared/events/retention.ts';
+import { pruneOldEvents, RETENTION_BATCH } from '../../shared/events/retention.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { pruneIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import type { Service } from '../processor.ts';
 
 // Keeps the outbox and the delivery log from growing forever: hourly (first a minute after start, so a restart
 // does not add to start-up load), relayed events and delivery attempts older than EVENTS_RETENTION_DAYS are
-// deleted. Several workers processes may run it at once: a row deleted twice is simply not found the second time.
+// deleted (EVENTS_RETENTION_DAYS=0 keeps them), and so are idempotency records past their 24 hours (always).
+// Several workers processes may run it at once: a row deleted twice is simply not found the second time.
 const EVERY_MS = 3600_000;
 const FIRST_MS = 60_000;
 
@@ -11,12 +14,18 @@ export const eventsRetention: Service = {
   name: 'events-retention',
   async start(deps) {
     const days = deps.config.eventsRetentionDays;
-    if (days === 0) return { stop: async () => undefined };
     let running: Promise<void> | null = null;
+    const pruneAll = async () => {
+      if (days > 0) {
+        const p = await pruneOldEvents(deps.db, days);
+        if (p.events || p.attempts) deps.log.info({ ...p, days }, 'pruned old events and delivery attempts');
+      }
+      const idempotency = await pruneIdempotencyRecords(deps.db, IDEMPOTENCY_RETENTION_MS, RETENTION_BATCH);
+      if (idempotency) deps.log.info({ idempotency }, 'pruned expired idempotency records');
+    };
     const sweep = () => {
-      running ??= pruneOldEvents(deps.db, days)
-        .then((p) => { if (p.events || p.attempts) deps.log.info({ ...p, days }, 'pruned old events and delivery attempts'); })
-        .catch((err) => deps.log.warn({ err: (err as Error).message }, 'events retention sweep failed'))
+      running ??= pruneAll()
+        .catch((err) => deps.log.warn({ err: (err as Error).message }, 'retention sweep failed'))
         .finally(() => { running = null; });
     };
     const first = setTimeout(sweep, FIRST_MS);
