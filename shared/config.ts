@@ -36,6 +36,17 @@ export interface Config {
   eventsRetentionDays: number;
   carrier: 'sandbox' | 'livekit';
   livekit: LiveKitSettings | null;
+  // --- Browser calling (tokens, tickets, signaling) ---
+  /** Signs client tokens (CLIENT_TOKEN_SECRET); null: a secret generated once and kept in the database. */
+  clientTokenSecret: string | null;
+  /** The secret before the last rotation (CLIENT_TOKEN_PREVIOUS_SECRET): tokens it signed are still accepted. */
+  clientTokenPreviousSecret: string | null;
+  /** An unused browser ticket is revoked and its call canceled this long after issue (TICKET_CLEANUP_SECONDS, 300). */
+  ticketCleanupSeconds: number;
+  /** URL browsers connect to for the softphone WebSocket (SIGNALING_PUBLIC_URL); null: ws://HOST:SIGNALING_PORT/v1/softphone. */
+  signalingPublicUrl: string | null;
+  /** Key pair room tokens are signed with (LIVEKIT_API_KEY / LIVEKIT_API_SECRET); null: a sandbox pair from the database. */
+  roomTokenKey: { apiKey: string; apiSecret: string } | null;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -44,6 +55,14 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+/** A signing secret from the environment: at least 32 characters, or unset. */
+function secretSetting(name: string, env: NodeJS.ProcessEnv): string | null {
+  const v = env[name];
+  if (v === undefined || v === '') return null;
+  if (v.length < 32) throw new Error(`${name} must be at least 32 characters`);
+  return v;
 }
 
 /** Reads LIVEKIT_*; throws naming every missing one (CARRIER=livekit needs them all). */
@@ -84,5 +103,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
+    clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),
+    clientTokenPreviousSecret: secretSetting('CLIENT_TOKEN_PREVIOUS_SECRET', env),
+    ticketCleanupSeconds: int('TICKET_CLEANUP_SECONDS', 300, env) || 300,
+    signalingPublicUrl: env.SIGNALING_PUBLIC_URL ? env.SIGNALING_PUBLIC_URL : null,
+    roomTokenKey: env.LIVEKIT_API_KEY && env.LIVEKIT_API_SECRET ? { apiKey: env.LIVEKIT_API_KEY, apiSecret: env.LIVEKIT_API_SECRET } : null,
   };
 }

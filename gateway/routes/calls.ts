@@ -15,7 +15,7 @@ const Number164 = (description: string, extra: Record<string, unknown> = {}) => 
 const Ts = Type.String({ format: 'date-time' });
 
 const Leg = Type.Object({
-  role: Type.Union([Type.Literal('connect'), Type.Literal('destination')]),
+  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')]),
   number: Type.String(),
   status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED' }),
   end_reason: Nullable(Type.String()),
@@ -24,7 +24,7 @@ const Leg = Type.Object({
 
 const Call = Type.Object({
   id: Type.String({ format: 'uuid' }),
-  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai')]),
+  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room')]),
   direction: Type.String(),
   from_number: Type.String(),
   to_number: Type.String(),

@@ -27,7 +27,12 @@ export type Input =
   | { type: 'carrier'; event: CarrierEvent; force?: boolean }
   | { type: 'hangup'; mode: HangupMode; at: Date }
   | { type: 'limit'; at: Date }
-  | { type: 'force_end'; at: Date };
+  | { type: 'force_end'; at: Date }
+  /** Browser calls: the browser is gone (socket closed, or its ticket never used before the cleanup deadline). */
+  | { type: 'abandon'; reason: AbandonReason; at: Date };
+
+/** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer. */
+export type AbandonReason = 'ticket_expired' | 'setup_abandoned';
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -148,6 +153,12 @@ export function step(current: MachineCall, input: Input): Step {
       if (isTerminal(call.status)) return noop(current, 'already_ended');
       if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'max_duration_reached' }, input.at);
       return end(call, { status: 'FAILED', outcome: 'failed', reason: 'setup_timeout' }, input.at);
+    }
+    case 'abandon': {
+      // Before the answer an abandoned setup (not a carrier failure, no talk time); after it a normal end.
+      if (isTerminal(call.status)) return noop(current, 'already_ended');
+      if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'browser_hangup' }, input.at);
+      return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: input.reason }, input.at);
     }
     case 'carrier': return carrierStep(current, call, input.event, input.force === true);
   }

@@ -13,6 +13,7 @@ import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, type Applied } from './store.ts';
+import { afterBrowserTransition, isBrowserCall } from '../tickets/progress.ts';
 
 export interface RuntimeDeps { config: Config; db: Db; redis: Redis; key: Keyer; log: Logger }
 
@@ -37,6 +38,8 @@ export class CallRuntime {
   async transition(callId: string, input: Input, opts: { organizationId?: string; bestEffort?: boolean } = {}): Promise<Applied | null> {
     const applied = await applyInput(this.deps.db, callId, input, opts.organizationId);
     if (!applied) return null;
+    // Browser calls: progress to the softphone socket, ticket revocation at the end (never fails the transition).
+    if (isBrowserCall(applied.call) && applied.step.result === 'applied') await afterBrowserTransition(this, applied, input);
     try {
       await this.run(applied.call, applied.step.effects);
     } catch (err) {
@@ -53,6 +56,8 @@ export class CallRuntime {
     const errors: unknown[] = [];
     const carrierWork: Effect[] = [];
     for (const e of effects) {
+      // The browser leg belongs to signaling (its WebSocket), not to the carrier.
+      if ('role' in e && e.role === 'browser') continue;
       try {
         switch (e.kind) {
           case 'release': await this.channels.release(call.organization_id, call.id); break;
