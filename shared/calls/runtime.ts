@@ -38,14 +38,16 @@ export class CallRuntime {
   async transition(callId: string, input: Input, opts: { organizationId?: string; bestEffort?: boolean } = {}): Promise<Applied | null> {
     const applied = await applyInput(this.deps.db, callId, input, opts.organizationId);
     if (!applied) return null;
-    // Browser calls: progress to the softphone socket, ticket revocation at the end (never fails the transition).
-    if (isBrowserCall(applied.call) && applied.step.result === 'applied') await afterBrowserTransition(this, applied, input);
     try {
       await this.run(applied.call, applied.step.effects);
     } catch (err) {
       // Committed already: with bestEffort the reconciler finishes what failed here (e.g. a channel release).
       if (!opts.bestEffort) throw err;
       this.deps.log.error({ err, call_id: callId }, 'call effects failed after commit; the reconciler will repair');
+    } finally {
+      // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
+      // Never throws.
+      if (isBrowserCall(applied.call) && applied.step.result === 'applied') await afterBrowserTransition(this, applied, input);
     }
     return applied;
   }

@@ -5,6 +5,7 @@ import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/log.ts';
 import { startGateway } from '../../gateway/app.ts';
+import { ticketCleanupQueue } from '../../shared/tickets/queue.ts';
 import { eventually, httpCall } from '../helpers/env.ts';
 import { callEnv, callOrg, channelsUsed, getCall, settled, type CallOrg } from '../calls/helpers.ts';
 import { Phone, httpBase, softphoneUrl } from './softphone.ts';
@@ -124,6 +125,9 @@ t.test('expired and revoked tickets are refused; protocol errors close the socke
   t.teardown(() => g.close());
   const r = await httpCall(g.url, 'POST', '/v1/webrtc-token', { key: org.api_key, body: { from_number: org.from, to_number: '+14155554567' } });
   t.equal(r.status, 201);
+  // A ticket whose cleanup job was lost (as if the gateway died right after the insert): the reconciler re-schedules it.
+  const lost = await httpCall(g.url, 'POST', '/v1/webrtc-token', { key: org.api_key, body: { from_number: org.from, to_number: '+14155554567' } });
+  t.equal(await ticketCleanupQueue(env.redis, env.config.redisPrefix).remove(lost.body.data.call_id), 1, 'cleanup job removed');
   await eventually(async () => (await env.db.one('SELECT expires_at < now() AS past FROM call_tickets WHERE call_id = $1', [r.body.data.call_id])).past);
   const p = await Phone.connect(A);
   hello(p, r.body.data.token);
@@ -132,6 +136,8 @@ t.test('expired and revoked tickets are refused; protocol errors close the socke
   t.match(await p.waitClosed(), { code: 4410 });
   const c = await settled(env, org, r.body.data.call_id);
   t.match(c, { status: 'CANCELED', call_outcome: 'connection_unconfirmed', disconnection_reason: 'ticket_expired' });
+  t.match(await settled(env, org, lost.body.data.call_id, 30_000), { status: 'CANCELED', disconnection_reason: 'ticket_expired' });
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
 
   const cases: [unknown, string, number][] = [
     [{ type: 'hangup' }, 'hello_required', 4400],

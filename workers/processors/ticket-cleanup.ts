@@ -1,6 +1,6 @@
 import { callRuntime } from '../../shared/calls/runtime.ts';
 import { TICKET_CLEANUP_QUEUE, type TicketCleanupJob } from '../../shared/tickets/queue.ts';
-import { revokeUnusedTicket } from '../../shared/tickets/tickets.ts';
+import { getTicketState, revokeUnusedTicket } from '../../shared/tickets/tickets.ts';
 import type { Processor } from '../processor.ts';
 
 // The five-minute deadline of an unused browser ticket (a delayed job per ticket, job id = call id). A ticket still
@@ -14,11 +14,13 @@ export const ticketCleanup: Processor<TicketCleanupJob> = {
     const { callId } = job.data;
     const revoked = await revokeUnusedTicket(deps.db, callId, 'ticket_expired',
       { stage: 'setup', reason: 'ticket_expired', at: new Date().toISOString() });
-    // A retry after a crash between the revocation and the transition finds the ticket revoked: abandoning an
-    // ended call is a no-op, so it is always safe to repeat.
-    const still = revoked || (await deps.db.oneOrNone(
-      `SELECT 1 FROM call_tickets WHERE call_id = $1 AND revoke_reason = 'ticket_expired'`, [callId])) !== null;
-    if (!still) return 'used';
+    if (!revoked) {
+      // Used, or revoked for another reason: nothing to do. Revoked by an earlier attempt of this job (a crash
+      // between the revocation and the transition), or no ticket at all (its insert failed after the call was
+      // placed): abandon the call; abandoning an ended call is a no-op, so repeating is safe.
+      const t = await getTicketState(deps.db, callId);
+      if (t && t.revoke_reason !== 'ticket_expired') return t.used_at ? 'used' : 'revoked';
+    }
     const applied = await callRuntime(deps, true).transition(callId, { type: 'abandon', reason: 'ticket_expired', at: new Date() });
     return applied ? applied.step.result : 'missing';
   },
