@@ -187,7 +187,7 @@ export const callRoutes: Plugin = (routes) => {
       const call = await callForContent(deps.db, principal.organizationId, params.id);
       const t = call.transcript as { language: string; turns: unknown[]; analysis: unknown } | null;
       const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered'
-        : call.type === 'bridge' && !call.record ? 'not_recorded' : 'not_available';
+        : call.type !== 'ai' && !call.record ? 'not_recorded' : 'not_available';
       return {
         status: 200,
         body: { data: {

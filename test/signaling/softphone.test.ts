@@ -44,6 +44,8 @@ t.test('answering number: welcome, ringing, answered, ended; the channel is rele
   t.match(c.legs.find((l: any) => l.role === 'browser'), { status: 'ENDED' });
   await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
   t.ok((await ticketRow(call_id)).used_at, 'ticket used');
+  const tr = await env.request('GET', `/v1/calls/${call_id}/transcript`, { key: org.api_key });
+  t.match(tr.body.data, { status: 'unavailable', reason: 'not_recorded' }, 'browser calls are not recorded');
 
   // A second use, on this process or the other one, is refused and closed.
   for (const url of [A, B]) {
