@@ -16,6 +16,11 @@ export interface BrowserCallRequest { from_number?: string; to_number?: string }
 export const softphoneUrl = (config: Config) =>
   config.signalingPublicUrl ?? `ws://${config.host}:${config.signalingPort}/v1/softphone`;
 
+/** Where a path-B browser joins its room: the LiveKit server with the LiveKit carrier (its WebSocket URL), else
+ *  this platform's softphone WebSocket. */
+export const roomUrl = (config: Config) =>
+  config.livekit ? config.livekit.url.replace(/^http(s?):/, 'ws$1:') : softphoneUrl(config);
+
 export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: BrowserCallRequest) {
   const call = await placeCall(rt, p, {
     type: 'webrtc', from: req.from_number, to: req.to_number, record: false, names: { from: 'from_number', to: 'to_number' },
@@ -40,7 +45,7 @@ export async function issueRoomToken(rt: CallRuntime, p: Principal, req: Browser
     throw err;
   }
   await recordTicket(rt, call.id, p.organizationId, 'room', token);
-  return { token, room_url: softphoneUrl(config), call_id: call.id };
+  return { token, room_url: roomUrl(config), call_id: call.id };
 }
 
 /** Stores the ticket and its cleanup deadline; on failure the call is canceled (setup_failed) so nothing is left

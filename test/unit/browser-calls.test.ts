@@ -6,6 +6,8 @@ import { pendingEffects, step, type Input, type MachineCall } from '../../shared
 import type { Leg } from '../../shared/calls/model.ts';
 import { ClientTokenSigner } from '../../shared/tokens/client-token.ts';
 import { parseMessage } from '../../signaling/protocol.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { roomUrl } from '../../shared/tickets/issue.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
@@ -65,4 +67,11 @@ t.test('protocol parser', async (t) => {
   t.equal(parseMessage('{"type":"transport","direction":"sideways"}'), null);
   t.match(parseMessage('{"type":"produce","transport_id":"t","kind":"audio","rtp_parameters":{}}'), { type: 'produce' });
   t.equal(parseMessage('{"type":"dance"}'), null);
+});
+
+t.test('room_url: the softphone WebSocket with the sandbox, the LiveKit server with the LiveKit carrier', async (t) => {
+  t.equal(roomUrl(loadConfig({ SIGNALING_PORT: '9001' })), 'ws://127.0.0.1:9001/v1/softphone');
+  t.equal(roomUrl(loadConfig({ SIGNALING_PUBLIC_URL: 'wss://rtc.example.com/v1/softphone' })), 'wss://rtc.example.com/v1/softphone');
+  t.equal(roomUrl(loadConfig({ CARRIER: 'livekit', LIVEKIT_URL: 'https://p.livekit.cloud', LIVEKIT_API_KEY: 'k',
+    LIVEKIT_API_SECRET: 's', LIVEKIT_SIP_TRUNK_ID: 'ST_1' })), 'wss://p.livekit.cloud');
 });
