@@ -195,6 +195,15 @@ t.test('leg accounting on /metrics, and the reconciler after a signaling crash',
   t.ok(m.includes(`openline_channels_in_use{organization_id="${org.organization_id}"} 1`), 'channels in use');
   t.match(await metric(httpBase(C)), /signaling_sockets 1/);
 
+  // Every call's legs are accounted, not only browser calls': a bridge's staff phone and called party.
+  const bridge = await env.request('POST', '/v1/calls/dial', { key: org.api_key,
+    body: { from_number: org.from, to_number: '+14155550008', connect_number: '+12125550008' } });
+  t.equal(bridge.status, 202);
+  await eventually(async () => { const x = await metric(httpBase(B)); return x.includes(legLine('connect')) && x.includes(`role="destination"} 2`); });
+  t.pass('bridge legs counted');
+  await env.request('POST', `/v1/calls/${bridge.body.data.call_id}/hangup`, { key: org.api_key });
+  await settled(env, org, bridge.body.data.call_id);
+
   // Leg accounts lost (as after a Redis failover) are rebuilt from the call rows.
   await env.redis.del(`${env.config.redisPrefix}:legs:${org.organization_id}`);
   await eventually(async () => (await metric(httpBase(B))).includes(legLine('browser')));
