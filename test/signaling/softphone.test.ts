@@ -120,6 +120,35 @@ t.test('a socket closed before the answer abandons the setup: CANCELED, connecti
   t.match((await ticketRow(call_id)).setup_diagnostic, { stage: 'setup', reason: 'setup_abandoned' });
 });
 
+t.test('setup_failed racing redemption and origination: canceled before the carrier hears of it, or left running', async (t) => {
+  const org = await callOrg(env);
+  const runs = await Promise.all([0, 1, 2, 3, 4].map(async (i) => {
+    const { token, call_id } = await ticket(org, '+14155554567');
+    const p = await Phone.connect(i % 2 ? A : B);
+    const [h] = await Promise.all([
+      env.request('POST', `/v1/calls/${call_id}/hangup?mode=setup_failed`, { key: org.api_key }),
+      Promise.resolve(hello(p, token)),
+    ]);
+    return { call_id, p, result: h.body.data.result as string };
+  }));
+  for (const { call_id, p, result } of runs) {
+    const c = await settled(env, org, call_id);
+    await p.waitClosed();
+    if (result === 'canceled') {
+      t.match(c, { status: 'CANCELED', call_outcome: 'connection_unconfirmed', disconnection_reason: 'setup_failed' });
+      t.equal(c.legs.find((l: any) => l.role === 'destination').originated_at, null, 'never dialed');
+      const last = p.frames[p.frames.length - 1];
+      t.ok((last.type === 'error' && last.code === 'ticket_revoked') || (last.type === 'ended' && last.status === 'CANCELED'),
+        `the browser is told: ${JSON.stringify(last)}`);
+    } else {
+      t.equal(result, 'already_originated');
+      t.match(c, { status: 'COMPLETED', call_outcome: 'answered' }, 'left running to its normal end');
+      t.same(p.types(), ['welcome', 'ringing', 'answered', 'ended']);
+    }
+  }
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
+});
+
 t.test('expired and revoked tickets are refused; protocol errors close the socket', async (t) => {
   const org = await callOrg(env);
   const g = await startGateway({ log: createLogger('gateway', 'warn'), config: loadConfig({ ...process.env, ...env.env,
