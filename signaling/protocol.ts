@@ -7,12 +7,14 @@ export type ClientMessage =
   | { type: 'hangup' }
   | { type: 'ping'; id?: string | number }
   // Media negotiation (mediasoup-client on the browser): wired to the media process by the integration step.
-  | { type: 'transport'; direction: 'send' | 'recv' }
-  | { type: 'connect'; transport_id: string; dtls_parameters: unknown }
-  | { type: 'produce'; transport_id: string; kind: 'audio'; rtp_parameters: unknown }
-  | { type: 'consume'; transport_id: string; rtp_capabilities: unknown };
+  // Each may carry an `id` that the reply echoes.
+  | { type: 'transport'; direction: 'send' | 'recv'; id?: string | number }
+  | { type: 'connect'; transport_id: string; dtls_parameters: unknown; id?: string | number }
+  | { type: 'produce'; transport_id: string; kind: 'audio'; rtp_parameters: unknown; id?: string | number }
+  | { type: 'consume'; transport_id: string; rtp_capabilities: unknown; id?: string | number }
+  | { type: 'resume'; consumer_id: string; id?: string | number };
 
-export const MEDIA_MESSAGES: ReadonlySet<string> = new Set(['transport', 'connect', 'produce', 'consume']);
+export const MEDIA_MESSAGES: ReadonlySet<string> = new Set(['transport', 'connect', 'produce', 'consume', 'resume']);
 
 /** Error codes of `error` frames, and the close code each fatal one ends the socket with. */
 export const ERRORS = {
@@ -67,6 +69,7 @@ export function parseMessage(text: string): ClientMessage | null {
     case 'connect': return typeof m.transport_id === 'string' && m.dtls_parameters ? m : null;
     case 'produce': return typeof m.transport_id === 'string' && m.kind === 'audio' && m.rtp_parameters ? m : null;
     case 'consume': return typeof m.transport_id === 'string' && m.rtp_capabilities ? m : null;
+    case 'resume': return typeof m.consumer_id === 'string' ? m : null;
     default: return null;
   }
 }
