@@ -44,6 +44,17 @@ export interface Config {
   recordingsDir: string;
   /** Recording downloads one gateway streams at once; more get 503 with Retry-After (RECORDING_STREAMS_MAX, 32). */
   recordingStreamsMax: number;
+  // --- Browser calling (tokens, tickets, signaling) ---
+  /** Signs client tokens (CLIENT_TOKEN_SECRET); null: a secret generated once and kept in the database. */
+  clientTokenSecret: string | null;
+  /** The secret before the last rotation (CLIENT_TOKEN_PREVIOUS_SECRET): tokens it signed are still accepted. */
+  clientTokenPreviousSecret: string | null;
+  /** An unused browser ticket is revoked and its call canceled this long after issue (TICKET_CLEANUP_SECONDS, 300). */
+  ticketCleanupSeconds: number;
+  /** URL browsers connect to for the softphone WebSocket (SIGNALING_PUBLIC_URL); null: ws://HOST:SIGNALING_PORT/v1/softphone. */
+  signalingPublicUrl: string | null;
+  /** Key pair room tokens are signed with (LIVEKIT_API_KEY / LIVEKIT_API_SECRET); null: a sandbox pair from the database. */
+  roomTokenKey: { apiKey: string; apiSecret: string } | null;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -52,6 +63,14 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+/** A signing secret from the environment: at least 32 characters, or unset. */
+function secretSetting(name: string, env: NodeJS.ProcessEnv): string | null {
+  const v = env[name];
+  if (v === undefined || v === '') return null;
+  if (v.length < 32) throw new Error(`${name} must be at least 32 characters`);
+  return v;
 }
 
 /** Reads LIVEKIT_*; throws naming every missing one (CARRIER=livekit needs them all). */
@@ -95,5 +114,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
     recordingsDir: env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings'),
     recordingStreamsMax: int('RECORDING_STREAMS_MAX', 32, env) || 32,
+    clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),
+    clientTokenPreviousSecret: secretSetting('CLIENT_TOKEN_PREVIOUS_SECRET', env),
+    ticketCleanupSeconds: int('TICKET_CLEANUP_SECONDS', 300, env) || 300,
+    signalingPublicUrl: env.SIGNALING_PUBLIC_URL ? env.SIGNALING_PUBLIC_URL : null,
+    roomTokenKey: env.LIVEKIT_API_KEY && env.LIVEKIT_API_SECRET ? { apiKey: env.LIVEKIT_API_KEY, apiSecret: env.LIVEKIT_API_SECRET } : null,
   };
 }

@@ -1,24 +1,70 @@
+import uWS from 'uWebSockets.js';
+import { callRuntime } from '../shared/calls/runtime.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
-import { startHealthServer } from '../shared/health-server.ts';
+import { randomToken } from '../shared/ids.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
-import { createRedis } from '../shared/redis.ts';
+import { createRedis, keyer } from '../shared/redis.ts';
+import { renderMetrics } from './metrics.ts';
+import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignaling } from './reconciler.ts';
+import { SOFTPHONE_PATH, Softphone } from './softphone.ts';
 
-// Signaling owns tickets, channel accounting and the softphone WebSocket; those arrive with the calling and
-// browser issues. Today it is a real process with its connections and a health endpoint.
+// Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
+// reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz and /metrics.
 const config = loadConfig();
 const log = createLogger('signaling', config.logLevel);
 await runProcess(log, async () => {
-  const db = createDb(config.databaseUrl, 5);
+  const db = createDb(config.databaseUrl, 10);
   const redis = createRedis(config.redisUrl);
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
-  const health = await startHealthServer(config.host, config.signalingPort, async () => {
-    await redis.ping();
-    return { proc: 'signaling' };
+  const rt = callRuntime({ config, db, redis, key: keyer(config.redisPrefix), log });
+  const instance = randomToken(12);
+  const beat = () => redis.set(aliveKey(rt, instance), '1', 'PX', HEARTBEAT_TTL_MS);
+  await beat();
+  const heartbeat = setInterval(() => { beat().catch((err) => log.warn({ err }, 'heartbeat failed')); }, HEARTBEAT_MS);
+
+  const app = uWS.App();
+  const phone = new Softphone(rt, instance, log);
+  await phone.start(app);
+  app.get('/healthz', (res) => {
+    res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'ok', proc: 'signaling', instance }));
   });
+  app.get('/metrics', (res) => {
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    renderMetrics(rt, phone).then(
+      (text) => { if (!aborted) res.cork(() => res.writeHeader('content-type', 'text/plain; version=0.0.4').end(text)); },
+      (err) => { log.error({ err }, 'metrics failed'); if (!aborted) res.cork(() => res.writeStatus('500 Internal Server Error').end()); },
+    );
+  });
+  app.any('/*', (res) => { res.writeStatus('404 Not Found').end(); });
+
+  let reconciling = false;
+  const reconciler = setInterval(() => {
+    if (reconciling) return;
+    reconciling = true;
+    reconcileSignaling(rt, phone.legs)
+      .then((r) => { if (r?.abandoned) log.warn(r, 'abandoned browser calls of a signaling process that is gone'); })
+      .catch((err) => log.error({ err }, 'signaling reconcile failed'))
+      .finally(() => { reconciling = false; });
+  }, RECONCILE_MS);
+
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.signalingPort, (sock) => (sock ? resolve(sock) : reject(new Error(`cannot listen on ${config.host}:${config.signalingPort}`))));
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
   return {
-    info: { health: `http://${config.host}:${health.port}/healthz` },
-    stop: async () => { await health.close(); await redis.quit(); await db.$pool.end(); },
+    info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance },
+    stop: async () => {
+      clearInterval(heartbeat);
+      clearInterval(reconciler);
+      uWS.us_listen_socket_close(listenSocket);
+      await phone.stop();
+      await redis.del(aliveKey(rt, instance)).catch(() => undefined);
+      await rt.queues.close().catch(() => undefined);
+      await redis.quit();
+      await db.$pool.end();
+    },
   };
 });

@@ -3,6 +3,7 @@ import { callCommands } from './processors/call-commands.ts';
 import { callTimers } from './processors/call-timers.ts';
 import { callsDial } from './processors/calls-dial.ts';
 import { carrierEvents } from './processors/carrier-events.ts';
+import { ticketCleanup } from './processors/ticket-cleanup.ts';
 import { callsReconciler } from './services/calls-reconciler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
@@ -11,5 +12,5 @@ import { numberProvisioningSweeper } from './services/number-provisioning-sweepe
 import { outboxRelay } from './services/outbox-relay.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup];
 export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];

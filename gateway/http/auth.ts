@@ -6,6 +6,9 @@ import type { Db } from '../../shared/db.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Keyer } from '../../shared/redis.ts';
 import type { Scope } from '../../shared/scopes.ts';
+import type { Config } from '../../shared/config.ts';
+import { CLIENT_TOKEN_PREFIX, clientTokenSigner, type ClientTokenSigner } from '../../shared/tokens/client-token.ts';
+import { principalFromClaims } from '../../shared/tokens/client-principal.ts';
 
 const POSITIVE_TTL_MS = 60_000;
 const NEGATIVE_TTL_MS = 5_000;
@@ -22,8 +25,17 @@ export class Authenticator {
   // Bumped by every revocation: a lookup that was in flight when a revocation arrived may have read the row before
   // it was revoked, so its answer is used once but not cached.
   private revocations = 0;
+  /** Cached client tokens of each minting key, so revoking the key drops them too. */
+  private readonly tokensByKeyId = new Map<string, Set<string>>();
 
-  constructor(private readonly db: Db, private readonly key: Keyer) {}
+  /** config: where client tokens' secrets come from; without it client tokens are refused. */
+  constructor(private readonly db: Db, private readonly key: Keyer, private readonly config?: Config) {}
+
+  /** The client-token signer of this deployment (loaded once). */
+  clientTokens(): Promise<ClientTokenSigner> {
+    if (!this.config) return Promise.reject(new Error('client tokens need the config'));
+    return clientTokenSigner(this.db, this.config);
+  }
 
   async listen(redis: Redis): Promise<void> {
     this.subscriber = redis.duplicate({ enableAutoPipelining: false });
@@ -40,6 +52,8 @@ export class Authenticator {
     const token = this.byKeyId.get(keyId);
     if (token !== undefined) this.cache.delete(token);
     this.byKeyId.delete(keyId);
+    for (const t of this.tokensByKeyId.get(keyId) ?? []) this.cache.delete(t);
+    this.tokensByKeyId.delete(keyId);
   }
 
   /** The principal of a well-formed "Bearer <key>" header whose key is cached and valid, without a promise (the
@@ -63,14 +77,30 @@ export class Authenticator {
       principal = hit.principal;
     } else {
       const seen = this.revocations;
-      principal = token.length <= 200 ? await findPrincipalByKey(this.db, token) : null;
+      let expires = now + POSITIVE_TTL_MS;
+      if (token.startsWith(CLIENT_TOKEN_PREFIX) && this.config) {
+        // A client token: the signature and expiry are checked here, its minting key in the database.
+        const claims = token.length <= 8192 ? (await this.clientTokens()).verify(token, now) : null;
+        const cp = claims ? await principalFromClaims(this.db, claims) : null;
+        principal = cp;
+        if (cp) expires = Math.min(expires, cp.expiresAtMs);
+      } else {
+        principal = token.length <= 200 ? await findPrincipalByKey(this.db, token) : null;
+      }
       if (seen === this.revocations) {
-        if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-        this.cache.set(token, { principal, expires: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
-        if (principal) this.byKeyId.set(principal.keyId, token);
+        if (this.cache.size >= MAX_ENTRIES) { this.cache.clear(); this.tokensByKeyId.clear(); }
+        this.cache.set(token, { principal, expires: principal ? expires : now + NEGATIVE_TTL_MS });
+        if (principal?.kind === 'client_token') {
+          let set = this.tokensByKeyId.get(principal.keyId);
+          if (!set) this.tokensByKeyId.set(principal.keyId, (set = new Set()));
+          set.add(token);
+        } else if (principal) this.byKeyId.set(principal.keyId, token);
       }
     }
-    if (!principal) throw unauthorized('invalid_token', 'The API key is invalid or has been revoked.');
+    if (!principal) {
+      throw unauthorized('invalid_token', token.startsWith(CLIENT_TOKEN_PREFIX)
+        ? 'The client token is invalid, has expired, or its API key has been revoked.' : 'The API key is invalid or has been revoked.');
+    }
     return principal;
   }
 }

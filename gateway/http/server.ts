@@ -121,7 +121,7 @@ export class HttpGateway {
   private app: uWS.TemplatedApp | null = null;
 
   constructor(readonly deps: GatewayDeps) {
-    this.auth = new Authenticator(deps.db, deps.key);
+    this.auth = new Authenticator(deps.db, deps.key, deps.config);
     this.limiter = new FixedWindowLimiter(deps.redis, { leaseShare: RATE_LEASE_SHARE });
     this.idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
     this.accessLog = new AccessLog(deps.log);

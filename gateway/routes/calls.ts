@@ -16,7 +16,7 @@ const Number164 = (description: string, extra: Record<string, unknown> = {}) => 
 const Ts = Type.String({ format: 'date-time' });
 
 const Leg = Type.Object({
-  role: Type.Union([Type.Literal('connect'), Type.Literal('destination')]),
+  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')]),
   number: Type.String(),
   status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED' }),
   end_reason: Nullable(Type.String()),
@@ -25,7 +25,7 @@ const Leg = Type.Object({
 
 const Call = Type.Object({
   id: Type.String({ format: 'uuid' }),
-  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai')]),
+  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room')]),
   direction: Type.String(),
   from_number: Type.String(),
   to_number: Type.String(),
@@ -192,7 +192,7 @@ export const callRoutes: Plugin = (routes) => {
       const call = await callForContent(deps.db, principal.organizationId, params.id);
       const t = call.transcript as { language: string; turns: unknown[]; analysis: unknown } | null;
       const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered'
-        : call.type === 'bridge' && !call.record ? 'not_recorded' : 'not_available';
+        : call.type !== 'ai' && !call.record ? 'not_recorded' : 'not_available';
       return {
         status: 200,
         body: { data: {

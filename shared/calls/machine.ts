@@ -32,7 +32,12 @@ export type Input =
   | { type: 'force_end'; at: Date }
   /** The call's caller ID is no longer an ACTIVE number of its organization (released, maybe bought by another):
    *  a QUEUED call ends without dialing; an originated call went out while the number was held and runs on. */
-  | { type: 'caller_id_released'; at: Date };
+  | { type: 'caller_id_released'; at: Date }
+  /** Browser calls: the browser is gone (socket closed, or its ticket never used before the cleanup deadline). */
+  | { type: 'abandon'; reason: AbandonReason; at: Date };
+
+/** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer. */
+export type AbandonReason = 'ticket_expired' | 'setup_abandoned';
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -157,6 +162,12 @@ export function step(current: MachineCall, input: Input): Step {
     case 'caller_id_released': {
       if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
       return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: 'caller_id_released' }, input.at);
+    }
+    case 'abandon': {
+      // Before the answer an abandoned setup (not a carrier failure, no talk time); after it a normal end.
+      if (isTerminal(call.status)) return noop(current, 'already_ended');
+      if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'browser_hangup' }, input.at);
+      return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: input.reason }, input.at);
     }
     case 'carrier': return carrierStep(current, call, input.event, input.predecessorLost === true);
   }

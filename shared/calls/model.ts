@@ -3,7 +3,8 @@ import type { AsyncFailureCode, LegEndReason, LegRole } from '../carriers/carrie
 
 export type { AsyncFailureCode, LegEndReason, LegRole };
 
-export type CallType = 'bridge' | 'ai';
+/** webrtc: browser path A (ticket); room: browser path B (room token). */
+export type CallType = 'bridge' | 'ai' | 'webrtc' | 'room';
 
 /** Live statuses: QUEUED (accepted, nothing originated yet), RINGING (a leg was originated), ANSWERED (the
  *  destination answered: bridged, or talking to the agent). Everything else is terminal. */
@@ -32,6 +33,8 @@ export interface Leg {
   ended_at: string | null;
   /** Highest carrier event seq applied to this leg (carriers that number their events). */
   last_seq?: number;
+  /** Browser leg: the signaling process holding its WebSocket (the reconciler abandons calls of a dead one). */
+  signaling?: string;
 }
 
 export type Legs = Partial<Record<LegRole, Leg>>;
@@ -83,7 +86,7 @@ export interface CallRow {
 }
 
 /** Channels a call holds from admission until it ends (the reference's Limits table). */
-export const CHANNELS: Record<CallType, number> = { bridge: 2, ai: 1 };
+export const CHANNELS: Record<CallType, number> = { bridge: 2, ai: 1, webrtc: 1, room: 1 };
 
 /** The asynchronous outcome table of the reference: code → category and the call's terminal status. */
 export const FAILURES: Record<AsyncFailureCode, { category: 'unreachable' | 'voicemail'; status: TerminalStatus; outcome: CallOutcome; event: string }> = {

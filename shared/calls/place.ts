@@ -174,6 +174,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     const legs: Legs = req.type === 'bridge'
       ? { connect: leg('connect', req.connect!), destination: leg('destination', req.to) }
       : { destination: leg('destination', req.to) };
+    // Browser calls (webrtc, room): the softphone is a leg too, connected when its ticket is redeemed.
+    if (req.type === 'webrtc' || req.type === 'room') legs.browser = leg('browser', `browser:${p.userId ?? p.keyId}`);
     call = await insertCall(db, {
       id, organization_id: p.organizationId, api_key_id: p.kind === 'api_key' ? p.keyId : null, user_id: p.userId,
       type: req.type, from_number: req.from, to_number: req.to, connect_number: req.connect ?? null,
@@ -186,6 +188,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     await rt.channels.release(p.organizationId, id).catch(() => undefined);
     throw err;
   }
+  // Path A (webrtc) dials only once the browser redeems its ticket on the signaling WebSocket.
+  if (req.type === 'webrtc') return call;
   try {
     await rt.queues.enqueueDial(id);
   } catch (err) {

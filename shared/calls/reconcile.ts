@@ -48,6 +48,8 @@ export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>
   // 2. QUEUED calls without a dial job.
   const queued = await db.any<{ id: string }>(
     `SELECT id FROM calls WHERE ended_at IS NULL AND status = 'QUEUED' AND created_at < now() - make_interval(secs => $1)
+        -- a browser call of path A is dialed only once its ticket is redeemed
+        AND (type <> 'webrtc' OR EXISTS (SELECT 1 FROM call_tickets t WHERE t.call_id = calls.id AND t.used_at IS NOT NULL))
       ORDER BY created_at LIMIT 500`, [QUEUED_STALE_SECONDS]);
   for (const { id } of queued) {
     const job = await rt.queues.dial.getJob(id);

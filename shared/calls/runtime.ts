@@ -13,6 +13,7 @@ import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, type Applied } from './store.ts';
+import { afterBrowserTransition, isBrowserCall } from '../tickets/progress.ts';
 
 export interface RuntimeDeps { config: Config; db: Db; redis: Redis; key: Keyer; log: Logger }
 
@@ -43,6 +44,10 @@ export class CallRuntime {
       // Committed already: with bestEffort the reconciler finishes what failed here (e.g. a channel release).
       if (!opts.bestEffort) throw err;
       this.deps.log.error({ err, call_id: callId }, 'call effects failed after commit; the reconciler will repair');
+    } finally {
+      // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
+      // Never throws.
+      if (isBrowserCall(applied.call) && applied.step.result === 'applied') await afterBrowserTransition(this, applied, input);
     }
     return applied;
   }
@@ -53,6 +58,8 @@ export class CallRuntime {
     const errors: unknown[] = [];
     const carrierWork: Effect[] = [];
     for (const e of effects) {
+      // The browser leg belongs to signaling (its WebSocket), not to the carrier.
+      if ('role' in e && e.role === 'browser') continue;
       try {
         switch (e.kind) {
           case 'release': await this.channels.release(call.organization_id, call.id); break;

@@ -40,12 +40,13 @@ const WORDS = /[a-z]{5,}/g;
 const STOP = new Set(['thanks', 'there', 'which', 'about', 'hello', 'goodbye', 'letting', 'calling', 'great']);
 
 /** The transcript of an ended call, or null when there is none: not answered by a person, or a bridge call that
- *  was not recorded. */
+ *  or browser call that was not recorded. */
 export function buildTranscript(c: CallRow): StoredTranscript | null {
   // Only the sandbox scripts conversations; a real carrier's transcripts come from its media pipeline (not yet).
   if (c.carrier !== 'sandbox') return null;
   if (!c.picked_up || c.duration_seconds === null) return null;
-  if (c.type === 'bridge' && !c.record) return null;
+  // Person-to-person calls (bridge, browser) have a transcript only when recorded; browser calls never are yet.
+  if (c.type !== 'ai' && !c.record) return null;
   const talk = c.duration_seconds;
   const turns = scriptFor(c).filter((t) => t.offset_seconds <= talk);
   const counts = new Map<string, number>();

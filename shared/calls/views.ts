@@ -21,7 +21,7 @@ export interface ViewOptions {
 export const viewOptions = (p: Principal, contentPolicy: string, baseUrl: string): ViewOptions =>
   ({ recordings: p.scopes.has('recordings:read'), hipaa: contentPolicy === 'hipaa', baseUrl });
 
-const ROLES: LegRole[] = ['connect', 'destination'];
+const ROLES: LegRole[] = ['connect', 'destination', 'browser'];
 
 const legView = (l: Leg) => ({
   role: l.role, number: l.number, status: l.status, end_reason: l.reason,

@@ -25,8 +25,9 @@ import type { Queue } from 'bullmq';
 export const CARRIER_EVENTS_QUEUE = 'carrier-events';
 
 /** A bridge rings the staff phone (`connect`) and then the called party (`destination`); an AI call has only a
- *  destination leg, which talks to the agent. */
-export type LegRole = 'connect' | 'destination';
+ *  destination leg, which talks to the agent. A browser call adds a `browser` leg (the softphone's WebSocket),
+ *  which signaling owns: the carrier never sees it. */
+export type LegRole = 'connect' | 'destination' | 'browser';
 
 /** The reference's asynchronous call outcomes (failure_code on the call and phone_call.ended). */
 export type AsyncFailureCode =

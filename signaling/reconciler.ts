@@ -1,0 +1,75 @@
+// The signaling reconciler: repairs leg accounting and browser calls after a crash. Every RECONCILE_MS one
+// signaling process (a Redis lock picks it) reads the live calls from Postgres and
+//   1. abandons browser calls whose socket was held by a signaling process that is gone (its heartbeat key lapsed):
+//      before the answer CANCELED / connection_unconfirmed, after it COMPLETED, like a closed socket;
+//   2. rebuilds every organization's live legs in Redis from the call rows (the truth);
+//   3. re-schedules the cleanup of unused tickets past their deadline whose job was lost (a gateway died between the
+//      insert and the enqueue), and abandons browser calls that never got a ticket row.
+// Channel holds are repaired by the workers' calls reconciler.
+import type { CallRuntime } from '../shared/calls/runtime.ts';
+import type { Leg, Legs } from '../shared/calls/model.ts';
+import { scheduleTicketCleanup } from '../shared/tickets/queue.ts';
+import { endBrowserLeg } from '../shared/tickets/tickets.ts';
+import type { LegAccounts } from '../shared/channels/legs.ts';
+
+export const HEARTBEAT_MS = 2_000;
+export const HEARTBEAT_TTL_MS = 6_000;
+export const RECONCILE_MS = 2_000;
+const LIVE: Leg['status'][] = ['DIALING', 'RINGING', 'ANSWERED'];
+
+export const aliveKey = (rt: CallRuntime, instance: string) => rt.deps.key('sig', 'alive', instance);
+
+export interface SignalingReport { abandoned: number; legsBefore: number; legsAfter: number; cleanups: number }
+/** How long past its deadline an unused ticket may wait for its cleanup job before the job is re-scheduled. */
+const CLEANUP_GRACE_SECONDS = 5;
+
+export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts): Promise<SignalingReport | null> {
+  const { db, redis, key } = rt.deps;
+  const lock = await redis.set(key('sig', 'reconcile-lock'), '1', 'PX', RECONCILE_MS - 200, 'NX');
+  if (lock !== 'OK') return null;
+  const report: SignalingReport = { abandoned: 0, legsBefore: 0, legsAfter: 0, cleanups: 0 };
+  const live = await db.any<{ id: string; organization_id: string; legs: Legs }>(
+    `SELECT id, organization_id, legs FROM calls WHERE ended_at IS NULL ORDER BY id LIMIT 20000`);
+
+  const owners = new Set<string>();
+  for (const c of live) {
+    const b = c.legs.browser;
+    if (b && b.status === 'ANSWERED' && b.signaling) owners.add(b.signaling);
+  }
+  const dead = new Set<string>();
+  for (const o of owners) if (!(await redis.exists(aliveKey(rt, o)))) dead.add(o);
+
+  const truth = new Map<string, Map<string, number>>();
+  for (const c of live) {
+    const b = c.legs.browser;
+    if (b && b.status === 'ANSWERED' && b.signaling && dead.has(b.signaling)) {
+      const r = await rt.transition(c.id, { type: 'abandon', reason: 'setup_abandoned', at: new Date() }, { bestEffort: true });
+      await endBrowserLeg(db, c.id, 'local_hangup');
+      if (r?.step.result === 'applied') report.abandoned++;
+      continue;
+    }
+    for (const leg of Object.values(c.legs)) {
+      if (!leg || !LIVE.includes(leg.status)) continue;
+      let org = truth.get(c.organization_id);
+      if (!org) truth.set(c.organization_id, (org = new Map()));
+      org.set(`${c.id}:${leg.role}`, Date.parse(leg.answered_at ?? leg.originated_at ?? '') || Date.now());
+    }
+  }
+  const r = await legs.replace(truth);
+  report.legsBefore = r.before;
+  report.legsAfter = r.after;
+
+  const lost = await db.any<{ id: string }>(
+    `SELECT c.id FROM calls c LEFT JOIN call_tickets t ON t.call_id = c.id
+      WHERE c.ended_at IS NULL AND c.type IN ('webrtc', 'room')
+        AND ((t.call_id IS NOT NULL AND t.used_at IS NULL AND t.revoked_at IS NULL
+              AND t.expires_at < now() - make_interval(secs => $1))
+          OR (t.call_id IS NULL AND c.created_at < now() - make_interval(secs => $2)))
+      LIMIT 500`, [CLEANUP_GRACE_SECONDS, rt.deps.config.ticketCleanupSeconds + CLEANUP_GRACE_SECONDS]);
+  for (const { id } of lost) {
+    // Same job id as at issue: a job still pending is not duplicated. Without a ticket the job abandons the call.
+    await scheduleTicketCleanup(redis, rt.deps.config.redisPrefix, id, 0);
+    report.cleanups++;
+  }
+  return report;
+}

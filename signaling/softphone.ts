@@ -1,0 +1,202 @@
+// The softphone WebSocket (/v1/softphone): one socket per browser call. The browser says hello with its ticket
+// (path A) or room token (path B); the ticket is redeemed atomically in Postgres (any signaling process may get the
+// socket; a ticket redeemed on one is refused on every other); path A then asks the workers to originate the carrier
+// leg, path B attaches to the leg already placed. Call progress committed anywhere arrives on Redis pub/sub and is
+// pushed as ringing / answered / ended frames. A socket that closes before the answer abandons the setup
+// (CANCELED, connection_unconfirmed); after the answer the call ends normally.
+import uWS from 'uWebSockets.js';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { LegAccounts } from '../shared/channels/legs.ts';
+import type { CallRuntime } from '../shared/calls/runtime.ts';
+import { isTerminal, type CallRow } from '../shared/calls/model.ts';
+import { loadCall } from '../shared/calls/store.ts';
+import { progressChannel, progressOf, type CallProgress } from '../shared/tickets/progress.ts';
+import { endBrowserLeg, redeemTicket, type TicketKind } from '../shared/tickets/tickets.ts';
+import { roomKeyPair, verifyRoomToken } from '../shared/tokens/room-token.ts';
+import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ErrorCode } from './protocol.ts';
+
+export const SOFTPHONE_PATH = '/v1/softphone';
+const HELLO_TIMEOUT_MS = 10_000;
+const RANK: Record<string, number> = { QUEUED: 0, RINGING: 1, ANSWERED: 2 };
+const rank = (status: string) => RANK[status] ?? 3;
+
+interface Session {
+  ws: uWS.WebSocket<object>;
+  open: boolean;
+  state: 'hello' | 'redeeming' | 'attached';
+  callId: string | null;
+  organizationId: string | null;
+  /** Rank of the last progress frame sent (frames never go backwards; duplicates are dropped). */
+  sent: number;
+  answered: boolean;
+  helloTimer: NodeJS.Timeout | null;
+}
+
+export interface SoftphoneStats { sockets: number; redeemed: number; refused: Map<string, number> }
+
+export class Softphone {
+  private readonly sessions = new Map<uWS.WebSocket<object>, Session>();
+  private readonly byCall = new Map<string, Session>();
+  private subscriber: Redis | null = null;
+  readonly legs: LegAccounts;
+  readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
+
+  constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger) {
+    this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
+  }
+
+  async start(app: uWS.TemplatedApp): Promise<void> {
+    this.subscriber = this.rt.deps.redis.duplicate({ enableAutoPipelining: false });
+    this.subscriber.on('message', (_ch, msg: string) => this.onProgress(msg));
+    await this.subscriber.subscribe(progressChannel(this.rt.deps.key));
+    app.ws<object>(SOFTPHONE_PATH, {
+      idleTimeout: 60,
+      maxPayloadLength: 64 * 1024,
+      sendPingsAutomatically: true,
+      open: (ws) => {
+        const s: Session = { ws, open: true, state: 'hello', callId: null, organizationId: null, sent: 0, answered: false, helloTimer: null };
+        s.helloTimer = setTimeout(() => this.fail(s, 'hello_timeout'), HELLO_TIMEOUT_MS);
+        this.sessions.set(ws, s);
+        this.stats.sockets++;
+      },
+      message: (ws, data) => {
+        const s = this.sessions.get(ws);
+        if (s) this.onMessage(s, Buffer.from(data).toString('utf8')).catch((err) => {
+          this.log.error({ err, call_id: s.callId }, 'softphone message failed');
+          this.fail(s, 'internal_error');
+        });
+      },
+      close: (ws) => {
+        const s = this.sessions.get(ws);
+        if (!s) return;
+        s.open = false;
+        this.sessions.delete(ws);
+        this.stats.sockets--;
+        if (s.helloTimer) clearTimeout(s.helloTimer);
+        if (s.callId) this.onClosed(s).catch((err) => this.log.error({ err, call_id: s.callId }, 'socket close handling failed'));
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sessions.values()) if (s.open) s.ws.end(1001, 'server shutting down');
+    await this.subscriber?.quit().catch(() => undefined);
+  }
+
+  private send(s: Session, frame: string) {
+    if (s.open) s.ws.cork(() => s.ws.send(frame));
+  }
+
+  private fail(s: Session, code: ErrorCode) {
+    this.stats.refused.set(code, (this.stats.refused.get(code) ?? 0) + 1);
+    if (!s.open) return;
+    this.send(s, errorFrame(code));
+    if (ERRORS[code].fatal) {
+      s.open = false;
+      s.ws.end(ERRORS[code].close, code);
+    }
+  }
+
+  private async onMessage(s: Session, text: string): Promise<void> {
+    const m = parseMessage(text);
+    if (s.state !== 'attached') {
+      if (s.state === 'redeeming') return; // one hello at a time; the rest waits for its answer
+      if (!m || m.type !== 'hello') return this.fail(s, 'hello_required');
+      if (m.v !== PROTOCOL_VERSION) return this.fail(s, 'unsupported_version');
+      s.state = 'redeeming';
+      if (s.helloTimer) clearTimeout(s.helloTimer);
+      return this.redeem(s, m.ticket !== undefined ? { token: m.ticket, kind: 'webrtc' } : { token: m.room_token!, kind: 'room' });
+    }
+    if (!m) return this.fail(s, 'bad_message');
+    switch (m.type) {
+      case 'ping': this.send(s, JSON.stringify({ type: 'pong', ...(m.id !== undefined ? { id: m.id } : {}) })); return;
+      case 'hangup':
+        await this.rt.transition(s.callId!, { type: 'hangup', mode: 'hangup', at: new Date() }, { bestEffort: true });
+        return;
+      case 'hello': return this.fail(s, 'bad_message');
+      default:
+        if (MEDIA_MESSAGES.has(m.type)) return this.fail(s, 'media_unavailable');
+    }
+  }
+
+  private async redeem(s: Session, t: { token: string; kind: TicketKind }): Promise<void> {
+    const { db, config } = this.rt.deps;
+    if (t.kind === 'room') {
+      // The room token must verify (signature, expiry, a join grant for a call's room) before it is looked up.
+      const ok = await verifyRoomToken(await roomKeyPair(db, config), t.token);
+      if (!ok) return this.fail(s, 'ticket_invalid');
+    } else if (!t.token.startsWith('olwt_') || t.token.length > 100) {
+      return this.fail(s, 'ticket_invalid');
+    }
+    const r = await redeemTicket(db, t.token, { instance: this.instance }, t.kind);
+    if (!r.ok) return this.fail(s, r.code);
+    const call = r.call;
+    s.callId = call.id;
+    s.organizationId = call.organization_id;
+    s.state = 'attached';
+    this.stats.redeemed++;
+    // Subscribed before anything can move the call, so no progress is missed; the state read below covers what
+    // happened before (path B: the carrier leg may be ringing already).
+    this.byCall.set(call.id, s);
+    await this.legs.up(call.organization_id, call.id, 'browser');
+    if (!s.open) return this.onClosed(s);
+    this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status,
+      media: null }));
+    if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
+    const now = await loadCall(db, call.id);
+    if (now) this.push(s, progressOf(now));
+  }
+
+  private onProgress(msg: string) {
+    let p: CallProgress;
+    try { p = JSON.parse(msg); } catch { return; }
+    const s = this.byCall.get(p.call_id);
+    if (s) this.push(s, p);
+    // Leg accounting of the carrier leg (the reconciler repairs anything missed).
+    if (p.status === 'RINGING' || p.status === 'ANSWERED') {
+      if (s) this.legs.up(p.organization_id, p.call_id, 'destination').catch(() => undefined);
+    } else if (isTerminal(p.status)) {
+      this.legs.down(p.organization_id, p.call_id).catch(() => undefined);
+    }
+  }
+
+  /** Sends the frames a progress message calls for, never backwards and never twice. */
+  private push(s: Session, p: CallProgress) {
+    const r = rank(p.status);
+    if (r <= s.sent) return;
+    if (r >= 1 && s.sent < 1 && r < 3) this.send(s, JSON.stringify({ type: 'ringing', call_id: p.call_id }));
+    if (r >= 2 && r < 3) {
+      s.answered = true;
+      this.send(s, JSON.stringify({ type: 'answered', call_id: p.call_id }));
+    }
+    if (r === 3) {
+      this.send(s, JSON.stringify({ type: 'ended', call_id: p.call_id, status: p.status, call_outcome: p.call_outcome,
+        failure_code: p.failure_code, failure_category: p.failure_category, disconnection_reason: p.disconnection_reason,
+        duration_seconds: p.duration_seconds }));
+      s.sent = r;
+      this.byCall.delete(p.call_id);
+      endBrowserLeg(this.rt.deps.db, p.call_id, 'completed').catch(() => undefined);
+      if (s.open) {
+        s.open = false;
+        s.ws.end(1000, 'call ended');
+      }
+      return;
+    }
+    s.sent = r;
+  }
+
+  /** The socket is gone: before the answer an abandoned setup, after it a normal end; the browser leg ends. */
+  private async onClosed(s: Session): Promise<void> {
+    const callId = s.callId!;
+    if (this.byCall.get(callId) === s) this.byCall.delete(callId);
+    const applied = await this.rt.transition(callId, { type: 'abandon', reason: 'setup_abandoned', at: new Date() }, { bestEffort: true });
+    await endBrowserLeg(this.rt.deps.db, callId, applied?.step.result === 'applied' ? 'local_hangup' : 'completed');
+    await this.legs.down(s.organizationId!, callId, ['browser']);
+  }
+
+  /** For the reconciler: calls whose socket this process holds. */
+  holds(callId: string) { return this.byCall.has(callId); }
+}
+
+export type { CallRow };
