@@ -68,7 +68,7 @@ t.test('every guardrail of the dial path applies, before any row or channel', as
     t.equal(await channelsUsed(env, o.organization_id), used, 'no channel');
   };
   await expectSame(t, org, { to_number: undefined }, 400, 'destination_missing');
-  await expectSame(t, org, { to_number: '911' }, 400, 'destination_invalid');
+  await expectSame(t, org, { to_number: '911' }, 403, 'destination_blocked'); // an emergency short code, refused before E.164 checks
   await expectSame(t, org, { to_number: '+19115550123' }, 403, 'destination_blocked');
   await expectSame(t, org, { to_number: '+19005550123' }, 403, 'destination_blocked');
   await expectSame(t, org, { to_number: '+442079460123' }, 403, 'destination_blocked');
