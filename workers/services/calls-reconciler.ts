@@ -19,7 +19,7 @@ export const callsReconciler: Service = {
       running = (async () => {
         try {
           const r = await reconcileOnce(rt, nudged);
-          if (r.released || r.recounted || r.requeued || r.forced) log.info(r, 'calls reconciled');
+          if (r.released || r.recounted || r.requeued || r.forced || r.spend_settled || r.spend_recounted || r.spend_seeded) log.info(r, 'calls reconciled');
         } catch (err) {
           log.warn({ err: (err as Error).message }, 'calls reconcile pass failed');
         }
