@@ -24,7 +24,9 @@ const QUEUED_STALE_SECONDS = 10;
 const NUDGE_AFTER_SECONDS = 30;
 const FORCE_GRACE_SECONDS = 60;
 
-export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>, now = Date.now()): Promise<ReconcileReport> {
+/** spendHolds: also check every spend reservation against PostgreSQL (O(live calls); the service does it every
+ *  few passes, since a settle is lost only when a process dies between a call's end and its settle). */
+export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>, now = Date.now(), o = { spendHolds: true }): Promise<ReconcileReport> {
   const { db } = rt.deps;
   const report: ReconcileReport = { released: 0, recounted: 0, requeued: 0, nudged: 0, forced: 0, spend_settled: 0, spend_recounted: 0, spend_seeded: 0 };
 
@@ -88,11 +90,11 @@ export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>
   }
   if (nudged.size > 10_000) nudged.clear();
 
-  await reconcileSpend(rt, report, now);
+  await reconcileSpend(rt, report, now, o.spendHolds);
   return report;
 }
 
-async function reconcileSpend(rt: CallRuntime, report: ReconcileReport, now: number): Promise<void> {
+async function reconcileSpend(rt: CallRuntime, report: ReconcileReport, now: number, holds: boolean): Promise<void> {
   const { db } = rt.deps;
   // Days Redis lost while calls admitted on them are live.
   const live = await db.any<{ organization_id: string; day: string }>(
@@ -101,6 +103,7 @@ async function reconcileSpend(rt: CallRuntime, report: ReconcileReport, now: num
   for (const { organization_id, day } of live) {
     if (!(await rt.spend.exists(organization_id, day)) && await rt.spend.seed(organization_id, day)) report.spend_seeded++;
   }
+  if (!holds) return;
   // Reservations of calls that are over (their settle was lost) or never got a row.
   for (const { orgId, day } of await rt.spend.daysHolding()) {
     const state = await rt.spend.read(orgId, day);

@@ -99,17 +99,17 @@ t.test('Redis loses the day: the gateway seeds it from PostgreSQL before admitti
   t.same(await spendDay(org), { exists: true, settled: 0, reserved: 180, calls: { [id]: 180 } });
 
   await env.redis.del(dayKey(org));
-  const repaired = await eventually(async () => { const d = await spendDay(org); return d.exists ? d : null; }, 15_000);
+  const repaired = await eventually(async () => { const d = await spendDay(org); return d.exists ? d : null; }, 30_000);
   t.same(repaired, { exists: true, settled: 0, reserved: 180, calls: { [id]: 180 } }, 'the reconciler seeded it from the live calls');
 
   await env.redis.hset(dayKey(org), 'reserved', 999);
-  await eventually(async () => (await spendDay(org)).reserved === 180, 15_000);
+  await eventually(async () => (await spendDay(org)).reserved === 180, 30_000);
   t.pass('a drifted counter is recounted from the reservations');
 
   // A call that ended while its settle was lost: its reservation stays until the reconciler settles it.
   const before = await spendDay(org);
   await env.db.none(`UPDATE calls SET status = 'COMPLETED', ended_at = now(), cost_cents = 2 WHERE id = $1`, [id]);
-  await eventually(async () => (await spendDay(org)).reserved === 0, 15_000);
+  await eventually(async () => (await spendDay(org)).reserved === 0, 30_000);
   t.same(await spendDay(org), { exists: true, settled: before.settled + 2, reserved: 0, calls: {} }, 'settled with its cost');
 });
 
