@@ -11,9 +11,13 @@
 //                  run: accepted dials per second (rows inserted / seconds; every 202 is a row), the dial request's
 //                  latency, then the same end-of-call -> webhook delay for those calls while the backlog drains.
 //   3. gateway alone: the same wrk run with the workers stopped (dials are accepted and queued; nothing progresses).
-// Target: >= 1,000 accepted dials/s.
+//   4. progression: the backlog phase 3 left is drained by 1 workers process, then a new backlog (the same wrk
+//                  run, workers stopped) by BENCH_MAX_WORKERS (default 2) workers processes: calls reaching a terminal
+//                  state per second (whole drain from the workers' start, and the steady rate between 10 % and
+//                  90 % of the calls ended), so what N workers processes add is measured on the same machine.
+// Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see README).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -38,6 +42,7 @@ const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
 const PACED_SECONDS = 10;
 const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 180);
 const SCALE = process.env.SANDBOX_TIME_SCALE ?? '0.01';
+const MAX_WORKERS = Number(process.env.BENCH_MAX_WORKERS ?? 2);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
@@ -218,6 +223,56 @@ async function main(): Promise<void> {
     const alone = runWrk(`${base}/v1/calls/dial`, lua);
     const aloneRows = (await count()) - before3;
 
+    // 4. Progression: backlogs drained by 1, then 2 workers processes (calls reaching a terminal state per second).
+    const liveCount = async () => (await db.one('SELECT count(*)::int AS n FROM calls WHERE ended_at IS NULL')).n as number;
+    // CPU seconds a process used so far (Linux /proc), and the Redis server's (INFO cpu): where the drain's time goes.
+    const procCpu = (pid: number) => {
+      try {
+        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        return (Number(f[11]) + Number(f[12])) / 100;
+      } catch { return NaN; }
+    };
+    const redisCpu = async () => {
+      const info = await redis.info('cpu');
+      return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+    };
+    const progression: { workers: number; calls: number; drain_seconds: number; calls_per_second: number; steady_calls_per_second: number;
+      workers_cpu_ms_per_call: number; redis_cpu_ms_per_call: number }[] = [];
+    for (let n = 1; n <= MAX_WORKERS; n++) {
+      if (n > 1) {
+        // A fresh backlog with the workers stopped, the same wrk run as phase 3.
+        runWrk(`${base}/v1/calls/dial`, lua);
+      }
+      const calls = await liveCount();
+      const procs: ChildProcess[] = [];
+      for (let i = 0; i < n; i++) {
+        const wp = await freePort();
+        const w = startProc('workers', { ...env, WORKERS_PORT: String(wp) }, join(dir, `workers-${n}-${i}.log`));
+        children.push(w);
+        procs.push(w);
+      }
+      const started = Date.now();
+      const redis0 = await redisCpu();
+      const marks: [number, number][] = [];
+      for (;;) {
+        const left = await liveCount();
+        marks.push([Date.now(), calls - left]);
+        if (left === 0 || Date.now() - started > DRAIN_SECONDS * 1000) break;
+        await sleep(250);
+      }
+      const drain = (marks[marks.length - 1][0] - started) / 1000;
+      const at = (frac: number) => marks.find(([, done]) => done >= frac * calls)?.[0] ?? NaN;
+      const steady = (0.8 * calls) / ((at(0.9) - at(0.1)) / 1000);
+      const done = calls - (await liveCount());
+      const workersCpu = procs.reduce((sum, w) => sum + procCpu(w.pid!), 0);
+      // Includes the workers' start-up (~1-2 s of CPU each) and other clients of this Redis (the machine is shared).
+      progression.push({ workers: n, calls, drain_seconds: Math.round(drain), calls_per_second: Math.round(done / drain),
+        steady_calls_per_second: Math.round(steady), workers_cpu_ms_per_call: +(1000 * workersCpu / done).toFixed(2),
+        redis_cpu_ms_per_call: +(1000 * ((await redisCpu()) - redis0) / done).toFixed(2) });
+      for (const w of procs) w.kill('SIGTERM');
+      await Promise.all(procs.map((w) => w.exitCode === null ? new Promise((r) => w.once('exit', r)) : null));
+    }
+
     const figures = {
       machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
       settings: { time_scale: Number(SCALE), wrk: `-t${THREADS} -c${CONNECTIONS} -d${SECONDS}s`, paced_rate: PACED_RATE },
@@ -233,6 +288,7 @@ async function main(): Promise<void> {
       },
       gateway_alone: { accepted_per_second: Math.round(aloneRows / SECONDS), wrk_requests_per_second: alone.rps, non_2xx: alone.non2xx,
         dial_latency: { p50: alone.p50, p99: alone.p99 }, socket_errors: alone.socketErrors },
+      progression,
     };
     console.log('\nbench:dial — real gateway + workers, sandbox carrier, Postgres, Redis, BullMQ\n');
     console.log(`paced ${PACED_RATE} dials/s x ${PACED_SECONDS} s: carrier end of call -> call_completed webhook  p50 ${ms(figures.paced.end_to_webhook_ms.p50)}  p99 ${ms(figures.paced.end_to_webhook_ms.p99)}  max ${ms(figures.paced.end_to_webhook_ms.max)}  (${paced.length}/${pacedIds.length} webhooks)`);
@@ -241,6 +297,12 @@ async function main(): Promise<void> {
     console.log(`saturation, workers running: ${figures.saturation_with_workers.accepted_per_second} accepted dials/s (wrk ${sat.rps} req/s, non-2xx ${sat.non2xx}), dial p50 ${sat.p50} p99 ${sat.p99}`);
     console.log(`  backlog of ${satIds.length} calls drained in ${Math.round(drainSeconds)} s (workers: ~${figures.saturation_with_workers.workers_calls_per_second} calls/s end to end); end of call -> webhook p50 ${ms(figures.saturation_with_workers.end_to_webhook_ms.p50)} p99 ${ms(figures.saturation_with_workers.end_to_webhook_ms.p99)} (${satDelays.length}/${satIds.length} webhooks)`);
     console.log(`gateway alone (workers stopped): ${figures.gateway_alone.accepted_per_second} accepted dials/s (wrk ${alone.rps} req/s, non-2xx ${alone.non2xx}), dial p50 ${alone.p50} p99 ${alone.p99}`);
+    for (const p of progression) {
+      console.log(`progression, ${p.workers} workers process${p.workers > 1 ? 'es' : ''}: backlog of ${p.calls} calls to a terminal state in ${p.drain_seconds} s: ${p.calls_per_second} calls/s (steady, 10-90 %: ${p.steady_calls_per_second} calls/s); CPU per call: workers ${p.workers_cpu_ms_per_call} ms, Redis ${p.redis_cpu_ms_per_call} ms`);
+    }
+    if (progression.length > 1) {
+      console.log(`  ${progression[progression.length - 1].workers} processes / 1 process, steady rate: ${(progression[progression.length - 1].steady_calls_per_second / progression[0].steady_calls_per_second).toFixed(2)}x`);
+    }
     const target = figures.saturation_with_workers.accepted_per_second >= 1000;
     console.log(`target >= 1,000 accepted dials/s with the workers running: ${target ? 'met' : 'NOT met'}`);
     console.log(JSON.stringify(figures));

@@ -11,6 +11,7 @@
 //   setup_failed / cancel_setup only act on QUEUED (never interrupt an originated call).
 //   QUEUED --caller_id_released (the number left the organization before origination)--> CANCELED, nothing dialed.
 import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
+import { carrierSeconds, legsCents, spendDeadline } from './pricing.ts';
 import {
   FAILURES, LEG_RANK, isTerminal, type AsyncFailureCode, type CallOutcome, type CallRow, type CallStatus, type HangupMode,
   type Leg, type LegStatus,
@@ -20,7 +21,7 @@ import {
 export type MachineCall = Pick<CallRow,
   'id' | 'type' | 'status' | 'legs' | 'picked_up' | 'answered_at' | 'ended_at' | 'originated_at' | 'call_outcome'
   | 'failure_code' | 'failure_category' | 'disconnection_reason' | 'duration_seconds' | 'time_scale'
-  | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents'>;
+  | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents' | 'spend_reserved_cents'>;
 
 export type Input =
   | { type: 'originate'; at: Date }
@@ -72,24 +73,18 @@ function clone(call: MachineCall): MachineCall {
   return { ...call, legs };
 }
 
-/** Seconds of carrier time between two instants (the sandbox runs scaled). */
-export const carrierSeconds = (from: Date, to: Date, scale: number) =>
-  Math.max(0, Math.round((to.getTime() - from.getTime()) / 1000 / scale));
+export { carrierSeconds };
 
-/** When the call-length limit ends an answered call (epoch ms). */
-export const limitDeadline = (c: Pick<MachineCall, 'answered_at' | 'max_duration_seconds' | 'time_scale'>) =>
-  c.answered_at!.getTime() + c.max_duration_seconds * 1000 * c.time_scale;
+/** When the call-length limit ends an answered call (epoch ms): its length limit from the answer, or earlier when
+ *  its spend reservation runs out (pricing.ts spendDeadline). */
+export const limitDeadline = (c: Pick<MachineCall, 'answered_at' | 'max_duration_seconds' | 'time_scale' | 'legs'
+  | 'price_cents_per_minute' | 'spend_reserved_cents'>) =>
+  Math.min(c.answered_at!.getTime() + c.max_duration_seconds * 1000 * c.time_scale, spendDeadline(c));
 
-/** Cost: every answered leg pays per started minute of its own connected time. */
-export function callCost(c: MachineCall, endedAt: Date): number {
-  let cents = 0;
-  for (const leg of Object.values(c.legs)) {
-    if (!leg?.answered_at) continue;
-    const secs = carrierSeconds(new Date(leg.answered_at), leg.ended_at ? new Date(leg.ended_at) : endedAt, c.time_scale);
-    cents += Math.ceil(secs / 60) * c.price_cents_per_minute;
-  }
-  return cents;
-}
+/** Cost (pricing.ts): every answered leg pays per started minute of its own connected time, never past the
+ *  instant its reservation runs out, so a call is never billed more than it reserved. */
+export const callCost = (c: MachineCall, endedAt: Date): number =>
+  legsCents(c.legs, Math.min(endedAt.getTime(), spendDeadline(c)), c.time_scale, c.price_cents_per_minute);
 
 interface Ending {
   status: CallStatus;
@@ -103,6 +98,11 @@ interface Ending {
 /** Ends the call: final fields, hang up every leg still up, release the channels. */
 function end(call: MachineCall, e: Ending, at: Date): Step {
   const hadLimit = call.status === 'ANSWERED';
+  // An answered call's limit (length or money) came first when the ending is reported past it (a late event).
+  if (hadLimit && e.outcome === 'answered' && at.getTime() > limitDeadline(call)) {
+    at = new Date(limitDeadline(call));
+    e = { ...e, reason: 'max_duration_reached' };
+  }
   call.status = e.status;
   call.call_outcome = e.outcome;
   call.disconnection_reason = e.reason;

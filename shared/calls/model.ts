@@ -76,6 +76,9 @@ export interface CallRow {
   ring_timeout_seconds: number;
   price_cents_per_minute: number;
   cost_cents: number;
+  /** Money reserved under the daily spend cap at admission: the most this call may cost (null: admitted before
+   *  reservations existed, unbounded). */
+  spend_reserved_cents: number | null;
   duration_seconds: number | null;
   originated_at: Date | null;
   answered_at: Date | null;

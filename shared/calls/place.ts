@@ -10,7 +10,8 @@
 //   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
 //                        (still provisioning)
 //   5 call rate          429 rate_limited (category account_limit)
-//   6 daily spend cap    402 spend_cap_reached
+//   6 daily spend cap    402 spend_cap_reached: reserves what the call may cost (shared/spend), released if a
+//                        later step refuses it
 //   7 channels           409 channel_limit_exceeded (category account_limit)
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
@@ -19,6 +20,7 @@ import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
 import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
 import { insertCall } from './store.ts';
@@ -41,7 +43,6 @@ interface OrgState {
   daily_spend_cap_cents: number;
   allow_countries: string[];
   max_call_minutes: number;
-  spent: number;
   phone_id: number | null;
   phone_status: string | null;
   phone_max: number | null;
@@ -104,13 +105,12 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
 
   const now = new Date();
   const org = await db.one<OrgState>(
-    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents, o.allow_countries, o.max_call_minutes,
-            COALESCE((SELECT cents FROM org_daily_spend WHERE organization_id = o.id AND day = $3), 0) AS spent,
-            p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
+    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
+            o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
        FROM organizations o
        LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
       WHERE o.id = $1`,
-    [p.organizationId, req.from, spendDay(now)],
+    [p.organizationId, req.from],
   );
 
   // 3. Destination rules.
@@ -150,18 +150,29 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       { category: 'account_limit', headers: { 'Retry-After': String(rate.resetSeconds) } });
   }
 
-  // 6. Daily spend cap.
-  if (org.spent >= org.daily_spend_cap_cents) {
+  // 6. Daily spend cap: reserve the most this call can cost within its call-length limit, or what is left of the
+  // cap when that is less (the call then ends when its reservation is used: its limit deadline, machine.ts).
+  const id = uuidv7(now.getTime());
+  const price = rt.profile.pricePerMinuteCents;
+  const lengthLimitSeconds = effectiveMaxCallMinutes(org.max_call_minutes, org.phone_max) * 60;
+  const day = spendDay(now);
+  const spend = await rt.spend.reserve(p.organizationId, day, id, {
+    worstCents: worstCaseCents(req.type, lengthLimitSeconds, RING_TIMEOUT_SECONDS, price),
+    minimumCents: minimumCents(req.type, price), capCents: org.daily_spend_cap_cents, now: now.getTime(),
+  });
+  if (!spend.admitted) {
     throw new ApiError('spend_cap_reached',
-      `Today's call spend (${org.spent} cents) has reached the daily cap of ${org.daily_spend_cap_cents} cents.`,
+      `Today's call spend (${spend.settled} cents settled, ${spend.reserved} cents reserved by calls in progress) leaves less than this call's first minute (${minimumCents(req.type, price)} cents) under the daily cap of ${org.daily_spend_cap_cents} cents.`,
       { resolutionHint: 'The cap resets at 00:00 UTC; an administrator can raise it.' });
   }
+  const reservedCents = spend.reservedCents;
+  const releaseSpend = () => rt.spend.settle(p.organizationId, day, id, -1).catch(() => undefined);
 
   // 7. Channels.
-  const id = uuidv7(now.getTime());
   const channels = CHANNELS[req.type];
   const adm = await rt.channels.admit(p.organizationId, id, channels, org.channel_limit, now.getTime());
   if (!adm.admitted) {
+    await releaseSpend();
     throw new ApiError('channel_limit_exceeded',
       `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${adm.used} of your ${org.channel_limit} are in use.`,
       { resolutionHint: 'Retry when a call ends, or ask for a higher channel limit. Calls do not queue.' });
@@ -181,11 +192,13 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       type: req.type, from_number: req.from, to_number: req.to, connect_number: req.connect ?? null,
       phone_number_id: org.phone_id, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,
       legs, channels, carrier: rt.profile.name, time_scale: rt.profile.timeScale,
-      max_duration_seconds: effectiveMaxCallMinutes(org.max_call_minutes, org.phone_max) * 60,
+      max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds(req.type, reservedCents, price)),
+      spend_reserved_cents: reservedCents,
       ring_timeout_seconds: RING_TIMEOUT_SECONDS, price_cents_per_minute: rt.profile.pricePerMinuteCents, created_at: now,
     }, within);
   } catch (err) {
     await rt.channels.release(p.organizationId, id).catch(() => undefined);
+    await releaseSpend();
     throw err;
   }
   // Path A (webrtc) dials only once the browser redeems its ticket on the signaling WebSocket.

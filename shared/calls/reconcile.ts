@@ -4,13 +4,19 @@
 //   2. Calls left QUEUED without a dial job get one (the gateway answers 202 once the row is committed).
 //   3. Live calls that have not moved for a while get the carrier work their state calls for re-issued (every
 //      carrier command is idempotent).
+//   5. Spend reservations (shared/spend) of calls that are over are replaced by their cost, those of calls that
+//      never got a row are dropped, a drifted counter is recomputed, and a day Redis lost while calls of it are
+//      live is seeded again from PostgreSQL.
 //   4. Calls past every deadline (the length limit of an answered call, the ring time of an originated one) are
 //      ended, so no call — and no channel — is held forever.
 import { pendingEffects, limitDeadline } from './machine.ts';
 import type { CallRow } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
 
-export interface ReconcileReport { released: number; recounted: number; requeued: number; nudged: number; forced: number }
+export interface ReconcileReport {
+  released: number; recounted: number; requeued: number; nudged: number; forced: number;
+  spend_settled: number; spend_recounted: number; spend_seeded: number;
+}
 
 /** Holds younger than this may belong to a dial still being inserted. */
 const ORPHAN_HOLD_MS = 60_000;
@@ -18,9 +24,11 @@ const QUEUED_STALE_SECONDS = 10;
 const NUDGE_AFTER_SECONDS = 30;
 const FORCE_GRACE_SECONDS = 60;
 
-export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>, now = Date.now()): Promise<ReconcileReport> {
+/** spendHolds: also check every spend reservation against PostgreSQL (O(live calls); the service does it every
+ *  few passes, since a settle is lost only when a process dies between a call's end and its settle). */
+export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>, now = Date.now(), o = { spendHolds: true }): Promise<ReconcileReport> {
   const { db } = rt.deps;
-  const report: ReconcileReport = { released: 0, recounted: 0, requeued: 0, nudged: 0, forced: 0 };
+  const report: ReconcileReport = { released: 0, recounted: 0, requeued: 0, nudged: 0, forced: 0, spend_settled: 0, spend_recounted: 0, spend_seeded: 0 };
 
   // 1. Channels.
   for (const org of await rt.channels.organizationsHolding()) {
@@ -83,5 +91,44 @@ export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>
     report.nudged++;
   }
   if (nudged.size > 10_000) nudged.clear();
+
+  await reconcileSpend(rt, report, now, o.spendHolds);
   return report;
+}
+
+async function reconcileSpend(rt: CallRuntime, report: ReconcileReport, now: number, holds: boolean): Promise<void> {
+  const { db } = rt.deps;
+  // Days Redis lost while calls admitted on them are live.
+  const live = await db.any<{ organization_id: string; day: string }>(
+    `SELECT DISTINCT organization_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day
+       FROM calls WHERE ended_at IS NULL AND spend_reserved_cents IS NOT NULL`);
+  for (const { organization_id, day } of live) {
+    if (!(await rt.spend.exists(organization_id, day)) && await rt.spend.seed(organization_id, day)) report.spend_seeded++;
+  }
+  if (!holds) return;
+  // Reservations of calls that are over (their settle was lost) or never got a row.
+  for (const { orgId, day } of await rt.spend.daysHolding()) {
+    const state = await rt.spend.read(orgId, day);
+    if (!state) {
+      await rt.spend.recount(orgId, day); // gone from Redis (expired or lost): forget the day
+      continue;
+    }
+    const ids = [...state.calls.keys()];
+    const rows = ids.length
+      ? await db.any<{ id: string; ended: boolean; cost_cents: number }>(
+        'SELECT id, ended_at IS NOT NULL AS ended, cost_cents FROM calls WHERE id = ANY($1::uuid[])', [ids])
+      : [];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const [callId, r] of state.calls) {
+      const row = byId.get(callId);
+      if (row?.ended || (!row && now - r.admittedAt > ORPHAN_HOLD_MS)) {
+        report.spend_settled += (await rt.spend.settle(orgId, day, callId, row ? row.cost_cents : -1)) > 0 ? 1 : 0;
+      }
+    }
+    // One HGETALL is one snapshot: its counter must be the sum of its reservations.
+    if (state.reserved !== ids.reduce((sum, id) => sum + state.calls.get(id)!.cents, 0) || !ids.length) {
+      const r = await rt.spend.recount(orgId, day);
+      if (r.before !== r.after) report.spend_recounted++;
+    }
+  }
 }

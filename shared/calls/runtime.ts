@@ -9,6 +9,8 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db.ts';
 import { FixedWindowLimiter } from '../ratelimit/index.ts';
 import type { Keyer } from '../redis.ts';
+import { SpendAccounts } from '../spend/index.ts';
+import { spendDay } from './limits.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
@@ -21,6 +23,7 @@ export class CallRuntime {
   readonly queues: CallQueues;
   readonly channels: ChannelAccounts;
   readonly callRate: FixedWindowLimiter;
+  readonly spend: SpendAccounts;
   readonly profile: CarrierProfile;
   /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
   readonly carrier: Carrier | null;
@@ -30,6 +33,7 @@ export class CallRuntime {
     this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
     this.channels = new ChannelAccounts(deps.redis, deps.key);
     this.callRate = new FixedWindowLimiter(deps.redis);
+    this.spend = new SpendAccounts(deps.redis, deps.key, deps.db);
     this.profile = carrierProfile(deps.config);
     this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents) : withCarrier || null;
   }
@@ -62,7 +66,11 @@ export class CallRuntime {
       if ('role' in e && e.role === 'browser') continue;
       try {
         switch (e.kind) {
-          case 'release': await this.channels.release(call.organization_id, call.id); break;
+          case 'release':
+            await this.channels.release(call.organization_id, call.id);
+            // The spend reservation, replaced by what the call cost (its row is committed: cost_cents is final).
+            if (call.spend_reserved_cents !== null) await this.spend.settle(call.organization_id, spendDay(call.created_at), call.id, call.cost_cents);
+            break;
           case 'schedule_limit': await this.queues.scheduleLimit(call.id, e.at); break;
           case 'cancel_limit': await this.queues.cancelLimit(call.id); break;
           default:

@@ -16,24 +16,26 @@ import { callEventPayload, endEvents } from './views.ts';
 export type NewCall = Pick<CallRow,
   'id' | 'organization_id' | 'api_key_id' | 'user_id' | 'type' | 'from_number' | 'to_number' | 'connect_number'
   | 'phone_number_id' | 'agent_id' | 'agent' | 'record' | 'legs' | 'channels' | 'carrier' | 'time_scale'
-  | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>;
+  | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>
+  & Partial<Pick<CallRow, 'spend_reserved_cents'>>;
 
 /** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction); with
  *  `within` (a request's idempotency record), in one explicit transaction that also runs it. */
 export async function insertCall(db: Db, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
   const row: CallRow = {
-    ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
+    spend_reserved_cents: null, ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
     disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, originated_at: null, answered_at: null,
     ended_at: null, transcript: null, updated_at: c.created_at,
   };
   const insert = pgp.as.format(
     `INSERT INTO calls (id, organization_id, api_key_id, user_id, type, direction, from_number, to_number, connect_number,
        phone_number_id, agent_id, agent, record, status, legs, channels, carrier, time_scale, max_duration_seconds,
-       ring_timeout_seconds, price_cents_per_minute, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12:json, $13, $14, $15:json, $16, $17, $18, $19, $20, $21, $22, $22)`,
+       ring_timeout_seconds, price_cents_per_minute, created_at, updated_at, spend_reserved_cents)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12:json, $13, $14, $15:json, $16, $17, $18, $19, $20, $21, $22, $22, $23)`,
     [row.id, row.organization_id, row.api_key_id, row.user_id, row.type, row.direction, row.from_number, row.to_number,
       row.connect_number, row.phone_number_id, row.agent_id, row.agent, row.record, row.status, row.legs, row.channels,
-      row.carrier, row.time_scale, row.max_duration_seconds, row.ring_timeout_seconds, row.price_cents_per_minute, row.created_at],
+      row.carrier, row.time_scale, row.max_duration_seconds, row.ring_timeout_seconds, row.price_cents_per_minute, row.created_at,
+      row.spend_reserved_cents],
   );
   const event = eventsInsertSql([{ organizationId: row.organization_id, eventType: 'new_call', data: callEventPayload(row) }]);
   // Several statements in one simple query run as one implicit transaction: both rows or neither.
@@ -73,7 +75,8 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
           batch.push(pgp.as.format(
             `INSERT INTO org_daily_spend (organization_id, day, cents) VALUES ($1, $2, $3)
              ON CONFLICT (organization_id, day) DO UPDATE SET cents = org_daily_spend.cents + EXCLUDED.cents`,
-            [next.organization_id, spendDay(next.ended_at!), next.cost_cents],
+            // A call's spend belongs to the UTC day it was admitted on (where its reservation was taken).
+            [next.organization_id, spendDay(next.created_at), next.cost_cents],
           ));
         }
       }

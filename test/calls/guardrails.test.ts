@@ -149,6 +149,9 @@ t.test('daily spend cap: 402 spend_cap_reached, category account_limit', async (
   const r = await rejected(t, org, () => dial(env, org, '+14155554567'), 402, 'spend_cap_reached', 'account_limit');
   t.match(r.body.error.message, /2 cents/);
   await setLimits(env.db, org.organization_id, { daily_spend_cap_cents: 3 });
+  await rejected(t, org, () => dial(env, org, '+14155554567'), 402, 'spend_cap_reached', 'account_limit'); // 1 cent < a bridge's first minute
+  t.equal((await aiCall(env, org, '+14155554567')).status, 202, 'but pays an AI call\'s first minute');
+  await setLimits(env.db, org.organization_id, { daily_spend_cap_cents: 5 });
   t.equal((await dial(env, org, '+14155554567')).status, 202, 'a raised cap admits again');
   const zero = await callOrg(env, { daily_spend_cap_cents: 0 });
   await rejected(t, zero, () => dial(env, zero, '+14155554567'), 402, 'spend_cap_reached', 'account_limit');

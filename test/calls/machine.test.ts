@@ -18,7 +18,7 @@ function newCall(type: CallType = 'bridge'): MachineCall {
       : { destination: leg('destination', '+14155550123') },
     picked_up: false, answered_at: null, ended_at: null, originated_at: null, call_outcome: null, failure_code: null,
     failure_category: null, disconnection_reason: null, duration_seconds: null, time_scale: 1, max_duration_seconds: 3600,
-    price_cents_per_minute: 1, cost_cents: 0,
+    price_cents_per_minute: 1, cost_cents: 0, spend_reserved_cents: null,
   };
 }
 

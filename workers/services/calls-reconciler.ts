@@ -5,6 +5,8 @@ import type { Service } from '../processor.ts';
 // Runs the calls reconciler (shared/calls/reconcile.ts) every RECONCILE_MS: frees channels of calls that ended
 // while a process was down, re-enqueues lost dial jobs, re-issues carrier work of stuck calls, ends overdue ones.
 export const RECONCILE_MS = 1000;
+/** Spend reservations are checked against PostgreSQL every this many passes. */
+const SPEND_HOLDS_EVERY = 5;
 
 export const callsReconciler: Service = {
   name: 'calls-reconciler',
@@ -12,14 +14,15 @@ export const callsReconciler: Service = {
     const log = deps.log.child({ service: 'calls-reconciler' });
     const rt = callRuntime(deps, true);
     const nudged = new Map<string, number>();
+    let pass = 0;
     let stopped = false;
     let timer: NodeJS.Timeout | null = null;
     let running: Promise<void> = Promise.resolve();
     const tick = () => {
       running = (async () => {
         try {
-          const r = await reconcileOnce(rt, nudged);
-          if (r.released || r.recounted || r.requeued || r.forced) log.info(r, 'calls reconciled');
+          const r = await reconcileOnce(rt, nudged, Date.now(), { spendHolds: pass++ % SPEND_HOLDS_EVERY === 0 });
+          if (r.released || r.recounted || r.requeued || r.forced || r.spend_settled || r.spend_recounted || r.spend_seeded) log.info(r, 'calls reconciled');
         } catch (err) {
           log.warn({ err: (err as Error).message }, 'calls reconcile pass failed');
         }
