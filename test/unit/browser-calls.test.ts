@@ -19,7 +19,7 @@ const webrtcCall = (): MachineCall => ({
   legs: { destination: leg('destination', '+14155550123'), browser: leg('browser', 'browser:u1', 'ANSWERED') },
   picked_up: false, answered_at: null, ended_at: null, originated_at: null, call_outcome: null, failure_code: null,
   failure_category: null, disconnection_reason: null, duration_seconds: null, time_scale: 1, max_duration_seconds: 3600,
-  price_cents_per_minute: 1, cost_cents: 0,
+  price_cents_per_minute: 1, cost_cents: 0, spend_reserved_cents: null,
 });
 const ev = (role: LegRole, kind: CarrierEvent['kind'], s: number): Input =>
   ({ type: 'carrier', event: { carrier: 'sandbox', callId: 'x', legId: legId('x', role), role, kind, at: at(s).toISOString() } });
