@@ -36,6 +36,8 @@ export interface Config {
   eventsRetentionDays: number;
   carrier: 'sandbox' | 'livekit';
   livekit: LiveKitSettings | null;
+  /** The softphone WebSocket URL browsers dial (SIGNALING_PUBLIC_URL); null: ws://<page host>:<signalingPort>. */
+  signalingPublicUrl: string | null;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -63,6 +65,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
   const retryScale = env.WEBHOOK_RETRY_SCALE ? Number(env.WEBHOOK_RETRY_SCALE) : 1;
   if (!(retryScale > 0)) throw new Error(`WEBHOOK_RETRY_SCALE must be a positive number, got "${env.WEBHOOK_RETRY_SCALE}"`);
+  if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
+    throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
+  }
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
   return {
@@ -84,5 +89,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
+    signalingPublicUrl: env.SIGNALING_PUBLIC_URL || null,
   };
 }
