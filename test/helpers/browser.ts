@@ -51,8 +51,16 @@ export async function openPage(browser: Browser, t: TapLike): Promise<WatchedPag
   return { page, problems };
 }
 
-/** Polls fn inside the page until it returns a truthy value (generous deadline: the machine is shared). */
-export async function pageEventually<T>(page: Page, fn: () => T, timeoutMs = 30_000): Promise<T> {
-  const handle = await page.waitForFunction(fn, undefined, { timeout: timeoutMs, polling: 50 });
-  return (await handle.jsonValue()) as T;
+/** Polls fn inside the page (awaiting it when it is async) until it returns a truthy value; generous deadline, the
+ *  machine is shared. */
+export async function pageEventually<T>(page: Page, fn: () => T | Promise<T>, timeoutMs = 30_000): Promise<NonNullable<T>> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    // A throw (the page still loading, say) counts as "not yet"; the last one is reported at the deadline.
+    last = await page.evaluate(fn).catch((e: Error) => `threw: ${e.message}`);
+    if (last && !(typeof last === 'string' && last.startsWith('threw: '))) return last as NonNullable<T>;
+    if (Date.now() > until) throw new Error(`page condition not met within ${timeoutMs} ms (last: ${JSON.stringify(last)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
