@@ -1,6 +1,8 @@
 // The softphone page in real Chromium (Debian's, fake audio devices): it loads clean and idle, the fake microphone
 // captures, and a ticket the signaling socket rejects ends the call with the error shown.
 import t from 'tap';
+import { startGateway } from '../../gateway/app.ts';
+import { createLogger } from '../../shared/log.ts';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
 import { testEnv } from '../helpers/env.ts';
 import { startWsPeer } from '../helpers/ws-peer.ts';
@@ -83,6 +85,23 @@ if (chromiumSkip) {
     t.notMatch(page.url(), /token=|autostart/, 'the single-use ticket left the address bar');
     t.match(await page.textContent('#log'), /connecting to ws:\/\/127\.0\.0\.1/);
     t.same(peer.received.map((m) => m.type), ['hello'], 'nothing else was sent');
+    t.same(problems, []);
+  });
+
+  t.test('without ?signaling the page dials the URL the gateway was configured with (SIGNALING_PUBLIC_URL)', async (t) => {
+    const peer = await startWsPeer(t, (msg, socket) => {
+      if (msg.type === 'hello') {
+        socket.send({ type: 'error', code: 'ticket_used', message: 'already redeemed' });
+        socket.close(4001, 'ticket_used');
+      }
+    });
+    const g = await startGateway({ config: { ...env.config, signalingPublicUrl: peer.url }, log: createLogger('gateway', 'silent') });
+    t.teardown(() => g.close());
+    const { page, problems } = await openPage(browser, t);
+    await page.goto(`${g.url}/softphone?token=olwt_once&autostart=1`);
+    await pageEventually(page, () => window.softphone.state === 'ended');
+    t.same(await peer.next('hello'), { type: 'hello', v: 1, ticket: 'olwt_once' });
+    t.match(await page.evaluate(() => window.softphone.error), { code: 'ticket_used' });
     t.same(problems, []);
   });
 }
