@@ -17,6 +17,7 @@ import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
+import { registerSoftphone } from './routes/softphone.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
 export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
@@ -77,6 +78,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         }),
       };
     });
+
+  // The browser softphone page and its SDK bundle (static).
+  await registerSoftphone(gateway, config, log);
 
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);

@@ -90,6 +90,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
   const retryScale = env.WEBHOOK_RETRY_SCALE ? Number(env.WEBHOOK_RETRY_SCALE) : 1;
   if (!(retryScale > 0)) throw new Error(`WEBHOOK_RETRY_SCALE must be a positive number, got "${env.WEBHOOK_RETRY_SCALE}"`);
+  if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
+    throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
+  }
+  if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
+    throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
+  }
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
   return {

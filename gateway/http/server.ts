@@ -29,7 +29,7 @@ const RATE_LEASE_SHARE = 0.01;
 const FAULT = process.env.GATEWAY_FAULT;
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 400: 'Bad Request', 401: 'Unauthorized',
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized',
   402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
   416: 'Range Not Satisfiable', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
   503: 'Service Unavailable',
@@ -45,7 +45,7 @@ interface Compiled {
 }
 
 /** What a raw (non-API) route answers: health checks, metrics, documents. */
-export interface RawReply { status: number; contentType: string; body: string; headers?: Record<string, string> }
+export interface RawReply { status: number; contentType: string; body: string | Buffer; headers?: Record<string, string> }
 export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null }) => Promise<RawReply> | RawReply;
 
 interface Incoming {
@@ -218,7 +218,9 @@ export class HttpGateway {
     res.cork(() => {
       res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
       writeHeaders(res, { 'content-type': out.contentType, ...out.headers }, this.deps.log);
-      res.end(out.body);
+      // A 304 carries no body and no Content-Length of its own (the cached representation's length stands).
+      if (out.status === 304) res.endWithoutBody();
+      else res.end(out.body);
     });
   }
 

@@ -1,0 +1,290 @@
+// The browser SDK: one Softphone is one call. It opens the signaling WebSocket, redeems the ticket or room token,
+// sends the microphone through a mediasoup send transport, plays the far end from a recv transport, and reports
+// progress. Wire names live in protocol.ts only.
+import { Device, type types } from 'mediasoup-client';
+import {
+  clientMessages, parseServerMessage, ProtocolError, signalingUrlFromToken,
+  type ConsumerInfo, type EndSummary, type ServerEvent, type TransportInfo,
+} from './protocol.ts';
+
+export type CallState = 'idle' | 'connecting' | 'ringing' | 'answered' | 'ended';
+
+export interface SoftphoneOptions {
+  /** Signaling WebSocket URL (ws:// or wss://). Optional when the token is a room token naming its room_url. */
+  url?: string;
+  /** The browser call ticket (POST /v1/webrtc-token) or room token (POST /v1/room-token). */
+  token: string;
+  /** Where the far end plays; a detached autoplaying <audio> element is made when omitted. */
+  audio?: HTMLAudioElement;
+  /** A microphone track to send instead of asking getUserMedia for one. */
+  microphone?: MediaStreamTrack;
+  /** How long hangup() waits for the server's end report before closing anyway (default 5000 ms). */
+  hangupTimeoutMs?: number;
+}
+
+export interface SoftphoneError { code: string; message: string }
+
+/** Detail of the `ended` event: the server's end report (all null when the call ended without one) and the error
+ *  that ended it, if any. */
+export interface EndedDetail extends EndSummary { error: SoftphoneError | null }
+
+export interface ProgressDetail { stage: string; message: string; at: string }
+
+export interface AudioStats { packetsSent: number; packetsReceived: number; bytesReceived: number }
+
+/** Events: `state` ({state}), `progress` (ProgressDetail), `ended` (EndedDetail), `error` (SoftphoneError). All are
+ *  CustomEvents; read `event.detail`. */
+export class Softphone extends EventTarget {
+  private currentState: CallState = 'idle';
+  private id: string | null = null;
+  private ws: WebSocket | null = null;
+  private device: Device | null = null;
+  private sendTransport: types.Transport | null = null;
+  private recvTransport: types.Transport | null = null;
+  private producer: types.Producer | null = null;
+  private consumer: types.Consumer | null = null;
+  private mic: MediaStreamTrack | null = null;
+  private ownsMic = false;
+  private readonly audio: HTMLAudioElement;
+  private readonly url: string;
+  /** The produce request waiting for the server's producer id (one at a time: the SDK sends one audio track). */
+  private pendingProduce: { resolve(id: string): void; reject(e: Error): void } | null = null;
+  /** Resolves once the recv transport exists, so a consume that arrives early waits for it. */
+  private recvReady: Promise<void>;
+  private markRecvReady!: () => void;
+  private endedReport: EndedDetail | null = null;
+  private readonly endedWaiters: Array<() => void> = [];
+
+  constructor(private readonly opts: SoftphoneOptions) {
+    super();
+    if (!opts.token) throw new TypeError('Softphone needs a token');
+    const url = opts.url ?? signalingUrlFromToken(opts.token);
+    if (!url) throw new TypeError('Softphone needs a signaling url (or a room token that names one)');
+    this.url = url;
+    this.audio = opts.audio ?? Object.assign(document.createElement('audio'), { autoplay: true });
+    this.recvReady = new Promise((r) => { this.markRecvReady = r; });
+    this.recvReady.catch(() => undefined);
+  }
+
+  get state(): CallState { return this.currentState; }
+  get callId(): string | null { return this.id; }
+  /** How the call ended (null until it has). */
+  get ended(): EndedDetail | null { return this.endedReport; }
+
+  /** Dials: resolves once the signaling socket is open and the ticket is on its way; progress follows as events. */
+  async start(): Promise<void> {
+    if (this.currentState !== 'idle') throw new Error(`start() in state ${this.currentState}`);
+    this.setState('connecting');
+    this.progress('connecting', `connecting to ${this.url}`);
+    // The microphone prompt and the socket handshake run side by side.
+    const mic = this.opts.microphone
+      ? Promise.resolve(this.opts.microphone)
+      : navigator.mediaDevices.getUserMedia({ audio: true, video: false }).then((s) => {
+        this.ownsMic = true;
+        return s.getAudioTracks()[0];
+      });
+    mic.then((t) => {
+      this.mic = t;
+      if (this.currentState === 'ended' && this.ownsMic) t.stop(); // the call ended while the prompt was open
+    }, () => undefined);
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.url);
+    } catch (e) {
+      this.fail({ code: 'connection_failed', message: String((e as Error).message ?? e) });
+      return;
+    }
+    this.ws = ws;
+    ws.onmessage = (ev) => { void this.onMessage(ev.data, mic); };
+    ws.onclose = (ev) => {
+      if (this.currentState !== 'ended') {
+        this.fail({ code: 'connection_lost', message: `signaling closed (${ev.code}${ev.reason ? ` ${ev.reason}` : ''})` });
+      }
+    };
+    await new Promise<void>((resolve) => {
+      ws.onopen = () => {
+        this.progress('signaling', 'signaling connected');
+        ws.send(clientMessages.hello(this.opts.token));
+        resolve();
+      };
+      ws.onerror = () => resolve(); // onclose follows and ends the call
+    });
+  }
+
+  /** Hangs up and resolves once the call has ended (the server confirmed, or the wait ran out). */
+  async hangup(): Promise<void> {
+    if (this.currentState === 'ended') return;
+    if (this.currentState === 'idle') return this.finish(null, null);
+    this.progress('hangup', 'hanging up');
+    if (this.ws?.readyState === WebSocket.OPEN) {
+      this.ws.send(clientMessages.hangup());
+      const waited = new Promise<void>((r) => this.endedWaiters.push(r));
+      const timeout = new Promise<void>((r) => setTimeout(r, this.opts.hangupTimeoutMs ?? 5000));
+      await Promise.race([waited, timeout]);
+    }
+    this.finish(null, null); // no-op when the server's end report arrived
+  }
+
+  /** RTP counters of this call's audio, from the peer connections' getStats() (zeros before media flows). */
+  async stats(): Promise<AudioStats> {
+    const out: AudioStats = { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 };
+    const [sent, received] = await Promise.all([
+      this.producer && !this.producer.closed ? this.producer.getStats() : null,
+      this.consumer && !this.consumer.closed ? this.consumer.getStats() : null,
+    ]);
+    sent?.forEach((s: any) => {
+      if (s.type === 'outbound-rtp' && (s.kind ?? s.mediaType) === 'audio') out.packetsSent += s.packetsSent ?? 0;
+    });
+    received?.forEach((s: any) => {
+      if (s.type === 'inbound-rtp' && (s.kind ?? s.mediaType) === 'audio') {
+        out.packetsReceived += s.packetsReceived ?? 0;
+        out.bytesReceived += s.bytesReceived ?? 0;
+      }
+    });
+    return out;
+  }
+
+  private async onMessage(data: unknown, mic: Promise<MediaStreamTrack>): Promise<void> {
+    if (this.currentState === 'ended') return;
+    let msg: ServerEvent;
+    try {
+      if (typeof data !== 'string') throw new ProtocolError('binary frame');
+      msg = parseServerMessage(data);
+    } catch (e) {
+      return this.fail({ code: 'protocol_error', message: (e as Error).message }, true);
+    }
+    try {
+      switch (msg.kind) {
+        case 'welcome': return await this.onWelcome(msg, mic);
+        case 'produced':
+          this.pendingProduce?.resolve(msg.producerId);
+          this.pendingProduce = null;
+          return;
+        case 'consume': return await this.onConsume(msg.consumer);
+        case 'progress':
+          this.progress(msg.state, msg.state);
+          // Progress never goes backwards (a late "ringing" after "answered" is ignored).
+          if (msg.state === 'answered' || this.currentState === 'connecting') this.setState(msg.state);
+          return;
+        case 'ended': return this.finish(msg.summary, null);
+        case 'error': return this.fail({ code: msg.code, message: msg.message });
+        case 'unknown': return;
+      }
+    } catch (e) {
+      const err = e as Error & { code?: string };
+      this.fail({ code: err.code ?? 'media_error', message: err.message ?? String(e) }, true);
+    }
+  }
+
+  private async onWelcome(w: Extract<ServerEvent, { kind: 'welcome' }>, mic: Promise<MediaStreamTrack>) {
+    this.id = w.callId;
+    this.progress('welcome', `call ${w.callId}`);
+    const device = (this.device = new Device());
+    await device.load({ routerRtpCapabilities: w.routerRtpCapabilities });
+    if (!device.canProduce('audio')) throw Object.assign(new Error('this browser cannot send audio to the server'), { code: 'unsupported_browser' });
+    this.send(clientMessages.rtpCapabilities(device.rtpCapabilities));
+
+    this.recvTransport = this.transport(device.createRecvTransport(transportOptions(w.recvTransport)));
+    this.markRecvReady();
+    const send = (this.sendTransport = this.transport(device.createSendTransport(transportOptions(w.sendTransport))));
+    send.on('produce', ({ kind, rtpParameters }, ok, bad) => {
+      if (kind !== 'audio') return bad(new Error('only audio is sent'));
+      this.pendingProduce = { resolve: (id) => ok({ id }), reject: bad };
+      this.send(clientMessages.produce('audio', rtpParameters));
+    });
+
+    let track: MediaStreamTrack;
+    try {
+      track = await mic;
+    } catch (e) {
+      throw Object.assign(new Error(`microphone unavailable: ${(e as Error).message}`), { code: 'microphone_unavailable' });
+    }
+    if (this.currentState === 'ended') return;
+    // The carrier side prefers G.711 μ-law: send PCMU when the router offers it, else the router's first choice.
+    const codec = device.rtpCapabilities.codecs?.find((c) => c.mimeType.toLowerCase() === 'audio/pcmu');
+    this.producer = await send.produce({ track, codec, stopTracks: false });
+    this.progress('sending', `microphone sent (${this.producer.rtpParameters.codecs[0]?.mimeType ?? 'audio'})`);
+  }
+
+  private async onConsume(c: ConsumerInfo) {
+    await this.recvReady;
+    if (this.currentState === 'ended' || !this.recvTransport) return;
+    const consumer = await this.recvTransport.consume({ id: c.id, producerId: c.producerId, kind: c.kind, rtpParameters: c.rtpParameters });
+    this.consumer = consumer;
+    this.audio.srcObject = new MediaStream([consumer.track]);
+    this.audio.play().catch((e) => this.progress('audio', `audio blocked until the page is clicked (${e.message})`));
+    this.send(clientMessages.consumerReady(consumer.id));
+    this.progress('receiving', 'far end audio');
+  }
+
+  /** Wires a transport's DTLS connect to the signaling socket. */
+  private transport(t: types.Transport): types.Transport {
+    t.on('connect', ({ dtlsParameters }, ok, bad) => {
+      try {
+        this.send(clientMessages.connectTransport(t.id, dtlsParameters));
+        ok();
+      } catch (e) {
+        bad(e as Error);
+      }
+    });
+    t.on('connectionstatechange', (s) => {
+      this.progress('media', `${t.direction} transport ${s}`);
+      if (s === 'failed') this.fail({ code: 'media_failed', message: `${t.direction} transport failed` }, true);
+    });
+    return t;
+  }
+
+  private send(text: string) {
+    if (this.ws?.readyState !== WebSocket.OPEN) throw new Error('signaling is not connected');
+    this.ws.send(text);
+  }
+
+  /** Ends the call because of an error; when the fault is ours, the server hears a hangup first. */
+  private fail(err: SoftphoneError, tellServer = false) {
+    if (this.currentState === 'ended') return;
+    if (tellServer && this.ws?.readyState === WebSocket.OPEN) this.ws.send(clientMessages.hangup());
+    this.progress('error', `${err.code}: ${err.message}`);
+    this.emit('error', err);
+    this.finish(null, err);
+  }
+
+  private finish(summary: EndSummary | null, error: SoftphoneError | null) {
+    if (this.currentState === 'ended') return;
+    this.endedReport = {
+      status: null, callOutcome: null, failureCode: null, failureCategory: null, durationSeconds: null,
+      ...summary, error,
+    };
+    this.pendingProduce?.reject(new Error('call ended'));
+    this.pendingProduce = null;
+    this.markRecvReady();
+    this.producer?.close();
+    this.consumer?.close();
+    this.sendTransport?.close();
+    this.recvTransport?.close();
+    if (this.ownsMic) this.mic?.stop();
+    this.audio.srcObject = null;
+    if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close(1000, 'ended');
+    if (summary) this.progress('ended', `ended: ${[summary.status, summary.callOutcome, summary.failureCode].filter(Boolean).join(', ')}`);
+    this.setState('ended');
+    this.emit('ended', this.endedReport);
+    for (const w of this.endedWaiters.splice(0)) w();
+  }
+
+  private setState(s: CallState) {
+    if (s === this.currentState) return;
+    this.currentState = s;
+    this.emit('state', { state: s });
+  }
+
+  private progress(stage: string, message: string) {
+    this.emit('progress', { stage, message, at: new Date().toISOString() } satisfies ProgressDetail);
+  }
+
+  private emit(type: string, detail: unknown) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+}
+
+function transportOptions(t: TransportInfo): types.TransportOptions {
+  return { id: t.id, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters };
+}
