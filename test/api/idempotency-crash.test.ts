@@ -25,7 +25,7 @@ async function gateway(extra: Record<string, string> = {}): Promise<{ proc: Proc
 
 async function callOrg() {
   const org = await env.bootstrap({ numbers: 1 });
-  await setLimits(env.db, org.organization_id, { channel_limit: 10_000, calls_per_minute: 100_000 });
+  await setLimits(env.db, org.organization_id, { channel_limit: 10_000, calls_per_minute: 100_000, daily_spend_cap_cents: 100_000_000 });
   await env.db.none('UPDATE api_keys SET rate_limit_per_minute = 100000 WHERE id = $1', [org.api_key_id]);
   return { ...org, from: org.phone_numbers[0] };
 }

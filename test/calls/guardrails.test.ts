@@ -269,7 +269,7 @@ t.test('admin org limits: sets and prints the limits; bad arguments exit 2 and w
   const show = admin('org', 'limits', '--org', org.organization_id);
   t.equal(show.status, 0, show.stderr);
   t.same(JSON.parse(show.stdout), { organization_id: org.organization_id, channel_limit: 1000, calls_per_minute: 10000,
-    daily_spend_cap_cents: 10000, allow_countries: [], max_call_minutes: 60, content_policy: 'standard' });
+    daily_spend_cap_cents: 100_000_000, allow_countries: [], max_call_minutes: 60, content_policy: 'standard' });
   const set = admin('org', 'limits', '--org', org.organization_id, '--channels', '4', '--calls-per-minute', '30',
     '--daily-spend-cap-cents', '500', '--allow-countries', 'gb, DE', '--max-call-minutes', '180');
   t.equal(set.status, 0, set.stderr);

@@ -30,7 +30,9 @@ export interface CallOrg {
 /** An organization whose limits do not get in the way unless the test sets them. */
 export async function callOrg(env: TestEnv, limits: LimitsPatch = {}, o: Parameters<TestEnv['bootstrap']>[0] = {}): Promise<CallOrg> {
   const org = await env.bootstrap({ numbers: 1, ...o });
-  await setLimits(env.db, org.organization_id, { channel_limit: 1000, calls_per_minute: 10_000, ...limits });
+  // A high spend cap: admission reserves each live call's worst case, so the default cap would also bound how many
+  // calls a test can hold at once (tests of the cap set their own).
+  await setLimits(env.db, org.organization_id, { channel_limit: 1000, calls_per_minute: 10_000, daily_spend_cap_cents: 100_000_000, ...limits });
   return { ...org, from: org.phone_numbers[0] };
 }
 
