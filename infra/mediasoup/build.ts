@@ -10,7 +10,7 @@
 //   - meson runs with --wrap-mode=nodownload, so nothing is fetched from anywhere.
 // Run by `npm install`/`npm ci` (package.json "postinstall"); does nothing when the cached binary exists.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +59,9 @@ function wrapDirectories(workerDir: string): Map<string, string> {
 function build(version: string, scratch: string): string {
   rmSync(scratch, { recursive: true, force: true });
   const workerDir = join(scratch, 'worker');
-  cpSync(join(MEDIASOUP_PACKAGE_DIR, 'worker'), workerDir, { recursive: true, filter: (src) => !src.includes(`${join('worker', 'out')}`) });
+  const sourceDir = join(MEDIASOUP_PACKAGE_DIR, 'worker');
+  const outDirInSource = join(sourceDir, 'out'); // holds the link to the cached worker, not source
+  cpSync(sourceDir, workerDir, { recursive: true, filter: (src) => src !== outDirInSource && !src.startsWith(`${outDirInSource}/`) });
 
   const dirs = wrapDirectories(workerDir);
   for (const stub of readdirSync(STUBS_DIR)) {
@@ -94,7 +96,10 @@ function build(version: string, scratch: string): string {
 function linkIntoPackage(binary: string): void {
   const target = join(MEDIASOUP_PACKAGE_DIR, 'worker', 'out', 'Release', 'mediasoup-worker');
   mkdirSync(dirname(target), { recursive: true });
-  try { if (lstatSync(target)) unlinkSync(target); } catch { /* absent */ }
+  try {
+    if (readlinkSync(target) === binary) return; // already linked: leave it, a running test may be spawning it
+  } catch { /* absent, or not a link */ }
+  rmSync(target, { force: true });
   symlinkSync(binary, target);
 }
 
