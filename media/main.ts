@@ -1,13 +1,35 @@
+// The media process: a pool of mediasoup workers, one router per call, and the control API signaling drives them
+// with (beside /healthz on MEDIA_PORT). See README "Media".
 import { loadConfig } from '../shared/config.ts';
-import { startHealthServer } from '../shared/health-server.ts';
 import { createLogger } from '../shared/log.ts';
+import { isLoopback, loadMediaSettings } from '../shared/media/settings.ts';
 import { runProcess } from '../shared/process.ts';
+import { startControlServer } from './control-server.ts';
+import { MediaSessions } from './sessions.ts';
+import { MediaWorkerPool } from './worker-pool.ts';
 
-// Media will hold the mediasoup worker pool (browser transports, carrier RTP legs) with the browser-calling
-// issue. Today it is a real process with a health endpoint and nothing to carry.
 const config = loadConfig();
+const settings = loadMediaSettings();
 const log = createLogger('media', config.logLevel);
 await runProcess(log, async () => {
-  const health = await startHealthServer(config.host, config.mediaPort, async () => ({ proc: 'media', workers: 0 }));
-  return { info: { health: `http://${config.host}:${health.port}/healthz` }, stop: health.close };
+  if (settings.controlSecretIsDefault && !isLoopback(config.host)) {
+    throw new Error(`HOST=${config.host} would serve the media control API beyond this machine with the development secret: set MEDIA_CONTROL_SECRET`);
+  }
+  const pool = await MediaWorkerPool.start(settings, log);
+  const sessions = new MediaSessions(pool, settings, log);
+  let control;
+  try {
+    control = await startControlServer({ host: config.host, port: config.mediaPort, settings, pool, sessions, log });
+  } catch (err) {
+    pool.close();
+    throw err;
+  }
+  return {
+    info: { control: control.url, health: `${control.url}/healthz`, workers: pool.pids, instanceId: control.instanceId },
+    stop: async () => {
+      sessions.closeAll('shutdown');
+      await control.close();
+      pool.close();
+    },
+  };
 });

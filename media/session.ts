@@ -1,0 +1,281 @@
+// One call's media: a mediasoup router with two legs.
+//   browser leg: a WebRtcTransport (or, for tests and tools, a PlainTransport) carrying the browser's microphone
+//                (browser producer) and what it hears (browser consumer);
+//   carrier leg: a PlainTransport carrying RTP to and from the carrier's far end (carrier producer: what the far
+//                end says; carrier consumer: the browser's audio on its way to the far end).
+// The carrier side is the telephone network, which speaks G.711: the far end sends and receives audio/PCMU, and
+// since mediasoup forwards and never transcodes, the browser must produce PCMU too for its audio to reach a
+// carrier leg (the router lists PCMU first, so mediasoup-client picks it by default).
+// Closing the session closes the router, which closes every transport, producer and consumer in it.
+import { randomInt } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { types } from 'mediasoup';
+import type {
+  BrowserTransportCreated, Consumed, FarEndAttached, MediasoupObject, Produced, SessionCloseReason, SessionStats,
+  SessionSummary,
+} from '../shared/media/protocol.ts';
+import { PCMU_PAYLOAD_TYPE } from '../shared/media/rtp.ts';
+import type { MediaSettings } from '../shared/media/settings.ts';
+import { ControlError } from './errors.ts';
+import { SandboxFarEnd } from './sandbox-far-end.ts';
+import type { MediaWorkerPool } from './worker-pool.ts';
+
+export const MEDIA_CODECS: types.RtpCodecCapability[] = [
+  { kind: 'audio', mimeType: 'audio/PCMU', clockRate: 8000, preferredPayloadType: PCMU_PAYLOAD_TYPE },
+  { kind: 'audio', mimeType: 'audio/opus', clockRate: 48000, channels: 2 },
+];
+
+/** What the carrier's far end can receive: G.711 μ-law and nothing else. */
+const FAR_END_RTP_CAPABILITIES: types.RtpCapabilities = {
+  codecs: [{ kind: 'audio', mimeType: 'audio/PCMU', clockRate: 8000, preferredPayloadType: PCMU_PAYLOAD_TYPE, rtcpFeedback: [] }],
+  headerExtensions: [],
+};
+
+/** The carrier leg listens on loopback: its only peer today is the in-process sandbox far end. */
+const CARRIER_LISTEN_IP = '127.0.0.1';
+
+type BrowserTransport =
+  | { type: 'webrtc'; transport: types.WebRtcTransport }
+  | { type: 'plain'; transport: types.PlainTransport };
+
+interface SessionEvents {
+  closed: [SessionCloseReason];
+}
+
+export class MediaSession extends EventEmitter<SessionEvents> {
+  readonly createdAt = new Date();
+  closed = false;
+  private browser: BrowserTransport | null = null;
+  private browserConnected = false;
+  private browserProducer: types.Producer | null = null;
+  private browserConsumer: types.Consumer | null = null;
+  private carrierConsumer: types.Consumer | null = null;
+  private farEnd: SandboxFarEnd | null = null;
+  private readonly maxDurationTimer: NodeJS.Timeout;
+  /** Requests on one session run one at a time: each checks the state the previous one left. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly callId: string,
+    readonly workerPid: number,
+    private readonly router: types.Router,
+    private readonly carrierTransport: types.PlainTransport,
+    private readonly carrierProducer: types.Producer,
+    private readonly carrierSsrc: number,
+    private readonly settings: MediaSettings,
+    maxDurationMs: number,
+  ) {
+    super();
+    router.once('workerclose', () => this.close('worker_died'));
+    this.maxDurationTimer = setTimeout(() => this.close('max_duration'), maxDurationMs);
+    this.maxDurationTimer.unref();
+  }
+
+  static async create(pool: MediaWorkerPool, callId: string, settings: MediaSettings, maxDurationMs: number): Promise<MediaSession> {
+    const { router, workerPid } = await pool.createRouter(MEDIA_CODECS);
+    try {
+      const carrierTransport = await router.createPlainTransport({ listenIp: { ip: CARRIER_LISTEN_IP }, rtcpMux: true, comedia: false });
+      const carrierSsrc = randomInt(1, 0xffffffff);
+      const carrierProducer = await carrierTransport.produce({
+        kind: 'audio',
+        rtpParameters: {
+          codecs: [{ mimeType: 'audio/PCMU', payloadType: PCMU_PAYLOAD_TYPE, clockRate: 8000 }],
+          encodings: [{ ssrc: carrierSsrc }],
+          rtcp: { cname: `carrier-${callId}` },
+        },
+      });
+      // The worker may have died while this was built; the router's workerclose has then fired already.
+      if (router.closed) throw new ControlError('unavailable', 'the mediasoup worker closed while the session was created');
+      return new MediaSession(callId, workerPid, router, carrierTransport, carrierProducer, carrierSsrc, settings, Math.min(maxDurationMs, settings.sessionMaxMs));
+    } catch (err) {
+      router.close();
+      throw err;
+    }
+  }
+
+  get routerId(): string { return this.router.id; }
+  get rtpCapabilities(): MediasoupObject { return this.router.rtpCapabilities as unknown as MediasoupObject; }
+
+  createBrowserTransport(type: 'webrtc' | 'plain'): Promise<BrowserTransportCreated> {
+    return this.serial(async () => {
+      if (this.browser) throw new ControlError('conflict', 'the session already has a browser transport');
+      const listenIp = { ip: this.settings.listenIp, announcedIp: this.settings.announcedIp ?? undefined };
+      if (type === 'webrtc') {
+        const transport = await this.router.createWebRtcTransport({ listenIps: [listenIp], enableUdp: true, enableTcp: true, preferUdp: true });
+        this.browser = { type, transport };
+        return {
+          type, id: transport.id,
+          iceParameters: transport.iceParameters as unknown as MediasoupObject,
+          iceCandidates: transport.iceCandidates as unknown as MediasoupObject[],
+          dtlsParameters: transport.dtlsParameters as unknown as MediasoupObject,
+        };
+      }
+      const transport = await this.router.createPlainTransport({ listenIp, rtcpMux: true, comedia: false });
+      this.browser = { type, transport };
+      return { type, id: transport.id, ip: this.settings.announcedIp ?? transport.tuple.localIp, port: transport.tuple.localPort };
+    });
+  }
+
+  connectBrowserTransport(params: { dtlsParameters: unknown } | { ip: string; port: number }): Promise<void> {
+    return this.serial(async () => {
+      const browser = this.requireBrowser();
+      if (this.browserConnected) throw new ControlError('conflict', 'the browser transport is connected already');
+      if (browser.type === 'webrtc') {
+        if (!('dtlsParameters' in params)) throw new ControlError('validation_error', 'a webrtc transport connects with dtlsParameters', { dtlsParameters: 'is required' });
+        await browser.transport.connect({ dtlsParameters: params.dtlsParameters as types.DtlsParameters });
+      } else {
+        if (!('ip' in params)) throw new ControlError('validation_error', 'a plain transport connects with ip and port', { ip: 'is required', port: 'is required' });
+        await browser.transport.connect({ ip: params.ip, port: params.port });
+      }
+      this.browserConnected = true;
+    });
+  }
+
+  produce(rtpParameters: unknown): Promise<Produced> {
+    return this.serial(async () => {
+      const browser = this.requireBrowser();
+      if (this.browserProducer) throw new ControlError('conflict', 'the browser already produces audio in this session');
+      this.browserProducer = await browser.transport.produce({ kind: 'audio', rtpParameters: rtpParameters as types.RtpParameters });
+      try {
+        await this.connectCarrierConsumer();
+      } catch (err) {
+        this.browserProducer.close();
+        this.browserProducer = null;
+        throw err;
+      }
+      return { producerId: this.browserProducer.id };
+    });
+  }
+
+  consume(rtpCapabilities: unknown): Promise<Consumed> {
+    return this.serial(async () => {
+      const browser = this.requireBrowser();
+      if (this.browserConsumer) throw new ControlError('conflict', 'the browser already consumes the far end in this session');
+      const caps = rtpCapabilities as types.RtpCapabilities;
+      if (!this.router.canConsume({ producerId: this.carrierProducer.id, rtpCapabilities: caps })) {
+        throw new ControlError('codec_mismatch', 'the far end sends audio/PCMU, which these rtpCapabilities cannot receive', { rtpCapabilities: 'must include audio/PCMU' });
+      }
+      const consumer = await browser.transport.consume({ producerId: this.carrierProducer.id, rtpCapabilities: caps, paused: true });
+      this.browserConsumer = consumer;
+      return { id: consumer.id, producerId: this.carrierProducer.id, kind: 'audio', rtpParameters: consumer.rtpParameters as unknown as MediasoupObject, paused: consumer.paused };
+    });
+  }
+
+  resumeConsumer(): Promise<void> {
+    return this.serial(async () => {
+      if (!this.browserConsumer) throw new ControlError('conflict', 'the browser has no consumer to resume: consume first');
+      await this.browserConsumer.resume();
+    });
+  }
+
+  /** The sandbox far end answers: tone, then echo. The carrier leg connects to it. */
+  attachSandboxFarEnd(): Promise<FarEndAttached> {
+    return this.serial(async () => {
+      if (this.farEnd) throw new ControlError('conflict', 'the session already has a far end');
+      // Checked before the carrier transport connects: it connects once, so a refused attach must not touch it.
+      if (this.browserProducer) this.assertCarrierCanCarry(this.browserProducer);
+      const farEnd = await SandboxFarEnd.open({
+        listenIp: CARRIER_LISTEN_IP, ssrc: this.carrierSsrc, payloadType: PCMU_PAYLOAD_TYPE, toneMs: this.settings.sandboxToneMs,
+      });
+      if (this.closed) { farEnd.close(); throw new ControlError('not_found', 'the session closed'); }
+      this.farEnd = farEnd;
+      try {
+        await this.carrierTransport.connect({ ip: farEnd.address.ip, port: farEnd.address.port });
+        await this.connectCarrierConsumer();
+      } catch (err) {
+        this.farEnd = null;
+        farEnd.close();
+        throw err;
+      }
+      const tuple = this.carrierTransport.tuple;
+      farEnd.start({ ip: tuple.localIp, port: tuple.localPort });
+      return { kind: 'sandbox', phase: farEnd.phase, toneMs: this.settings.sandboxToneMs };
+    });
+  }
+
+  summary(): SessionSummary {
+    const b = this.browser;
+    return {
+      callId: this.callId,
+      routerId: this.router.id,
+      workerPid: this.workerPid,
+      createdAt: this.createdAt.toISOString(),
+      browserTransport: b && {
+        type: b.type,
+        id: b.transport.id,
+        state: b.type === 'webrtc'
+          ? `ice:${b.transport.iceState} dtls:${b.transport.dtlsState}`
+          : b.transport.tuple.remotePort ? 'connected' : 'new',
+      },
+      browserProducerId: this.browserProducer?.id ?? null,
+      browserConsumerId: this.browserConsumer?.id ?? null,
+      farEnd: this.farEnd && { kind: 'sandbox', phase: this.farEnd.phase },
+    };
+  }
+
+  async stats(): Promise<SessionStats> {
+    const [browserIn, browserOut, carrierIn, carrierOut] = await Promise.all([
+      streamStats(this.browserProducer, 'inbound-rtp'),
+      streamStats(this.browserConsumer, 'outbound-rtp'),
+      streamStats(this.carrierProducer, 'inbound-rtp'),
+      streamStats(this.carrierConsumer, 'outbound-rtp'),
+    ]);
+    const f = this.farEnd;
+    return {
+      callId: this.callId,
+      browser: { in: browserIn, out: { packets: browserOut.packets, bytes: browserOut.bytes } },
+      carrier: { in: carrierIn, out: { packets: carrierOut.packets, bytes: carrierOut.bytes } },
+      farEnd: f && { phase: f.phase, tonePacketsSent: f.tonePacketsSent, echoPacketsSent: f.echoPacketsSent, packetsReceived: f.packetsReceived },
+    };
+  }
+
+  close(reason: SessionCloseReason): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.maxDurationTimer);
+    this.farEnd?.close();
+    if (!this.router.closed) this.router.close();
+    this.emit('closed', reason);
+  }
+
+  /** Once the browser produces and the far end is attached, the browser's audio flows to the far end. */
+  private async connectCarrierConsumer(): Promise<void> {
+    if (this.carrierConsumer || !this.browserProducer || !this.farEnd) return;
+    this.assertCarrierCanCarry(this.browserProducer);
+    this.carrierConsumer = await this.carrierTransport.consume({ producerId: this.browserProducer.id, rtpCapabilities: FAR_END_RTP_CAPABILITIES });
+  }
+
+  private assertCarrierCanCarry(producer: types.Producer): void {
+    if (!this.router.canConsume({ producerId: producer.id, rtpCapabilities: FAR_END_RTP_CAPABILITIES })) {
+      throw new ControlError('codec_mismatch', 'the carrier leg carries audio/PCMU only: the browser must produce audio/PCMU', { rtpParameters: 'must use audio/PCMU for a carrier leg' });
+    }
+  }
+
+  private requireBrowser(): BrowserTransport {
+    if (!this.browser) throw new ControlError('conflict', 'the session has no browser transport yet: create it first');
+    return this.browser;
+  }
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(() => {
+      if (this.closed) throw new ControlError('not_found', `session ${this.callId} is closed`);
+      return op();
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+async function streamStats(entity: types.Producer | types.Consumer | null, type: 'inbound-rtp' | 'outbound-rtp') {
+  const out = { packets: 0, bytes: 0, packetsLost: 0, jitter: 0 };
+  if (!entity || entity.closed) return out;
+  const stats = (await entity.getStats()) as { type: string; packetCount: number; byteCount: number; packetsLost: number; jitter: number }[];
+  for (const s of stats) {
+    if (s.type !== type) continue;
+    out.packets += s.packetCount;
+    out.bytes += s.byteCount;
+    out.packetsLost += s.packetsLost;
+    out.jitter = Math.max(out.jitter, s.jitter);
+  }
+  return out;
+}

@@ -1,0 +1,56 @@
+// The media process's sessions, one per call id. Create is idempotent: a retried request gets the same session.
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../shared/log.ts';
+import type { SessionCloseReason } from '../shared/media/protocol.ts';
+import type { MediaSettings } from '../shared/media/settings.ts';
+import { ControlError } from './errors.ts';
+import { MediaSession } from './session.ts';
+import type { MediaWorkerPool } from './worker-pool.ts';
+
+interface SessionsEvents {
+  closed: [callId: string, reason: SessionCloseReason];
+}
+
+export class MediaSessions extends EventEmitter<SessionsEvents> {
+  private readonly sessions = new Map<string, MediaSession>();
+  /** Creations in flight, so two concurrent creates of one call id share one router. */
+  private readonly creating = new Map<string, Promise<MediaSession>>();
+
+  constructor(private readonly pool: MediaWorkerPool, private readonly settings: MediaSettings, private readonly log: Logger) { super(); }
+
+  get size(): number { return this.sessions.size; }
+
+  async create(callId: string, maxDurationMs?: number): Promise<{ session: MediaSession; created: boolean }> {
+    const existing = this.sessions.get(callId);
+    if (existing) return { session: existing, created: false };
+    const pending = this.creating.get(callId);
+    if (pending) return { session: await pending, created: false };
+    const creation = MediaSession.create(this.pool, callId, this.settings, maxDurationMs ?? this.settings.sessionMaxMs);
+    this.creating.set(callId, creation);
+    try {
+      const session = await creation;
+      this.sessions.set(callId, session);
+      session.once('closed', (reason) => {
+        this.sessions.delete(callId);
+        this.log.info({ callId, reason }, 'media session closed');
+        this.emit('closed', callId, reason);
+      });
+      this.log.info({ callId, workerPid: session.workerPid }, 'media session created');
+      return { session, created: true };
+    } finally {
+      this.creating.delete(callId);
+    }
+  }
+
+  get(callId: string): MediaSession {
+    const session = this.sessions.get(callId);
+    if (!session) throw new ControlError('not_found', `no media session for call ${callId}`);
+    return session;
+  }
+
+  list(): MediaSession[] { return [...this.sessions.values()]; }
+
+  closeAll(reason: SessionCloseReason): void {
+    for (const s of this.list()) s.close(reason);
+  }
+}

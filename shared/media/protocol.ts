@@ -1,0 +1,179 @@
+// The media control API: JSON over HTTP on MEDIA_PORT, spoken by signaling (shared/media/control-client.ts) and
+// served by media (media/control-server.ts). Internal, so it uses mediasoup's own camelCase vocabulary: the
+// objects it carries (rtpCapabilities, iceParameters, dtlsParameters, rtpParameters) pass to mediasoup-client
+// unchanged. Every request but GET /healthz carries `Authorization: Bearer <MEDIA_CONTROL_SECRET>`.
+import { Type, type Static } from '@sinclair/typebox';
+
+/** A call id (the public API's call id): the session's key. */
+export const CallId = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:-]+$' });
+
+// mediasoup validates these objects in depth; the schemas check only their outline so a malformed request gets a
+// field-level 400 before it reaches a worker.
+const RtpCodecParameters = Type.Object({
+  mimeType: Type.String({ minLength: 3 }),
+  payloadType: Type.Integer({ minimum: 0, maximum: 127 }),
+  clockRate: Type.Integer({ minimum: 1 }),
+  channels: Type.Optional(Type.Integer({ minimum: 1 })),
+  parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  rtcpFeedback: Type.Optional(Type.Array(Type.Object({ type: Type.String() }))),
+});
+export const RtpParameters = Type.Object({
+  mid: Type.Optional(Type.String()),
+  codecs: Type.Array(RtpCodecParameters, { minItems: 1 }),
+  headerExtensions: Type.Optional(Type.Array(Type.Object({ uri: Type.String(), id: Type.Integer({ minimum: 1, maximum: 14 }) }))),
+  encodings: Type.Optional(Type.Array(Type.Object({ ssrc: Type.Optional(Type.Integer({ minimum: 0, maximum: 0xffffffff })) }))),
+  rtcp: Type.Optional(Type.Object({ cname: Type.Optional(Type.String()), reducedSize: Type.Optional(Type.Boolean()) })),
+});
+export const RtpCapabilities = Type.Object({
+  codecs: Type.Array(Type.Object({
+    kind: Type.Union([Type.Literal('audio'), Type.Literal('video')]),
+    mimeType: Type.String({ minLength: 3 }),
+    clockRate: Type.Integer({ minimum: 1 }),
+  }), { minItems: 1 }),
+  headerExtensions: Type.Optional(Type.Array(Type.Object({}))),
+});
+export const DtlsParameters = Type.Object({
+  role: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('client'), Type.Literal('server')])),
+  fingerprints: Type.Array(Type.Object({ algorithm: Type.String(), value: Type.String() }), { minItems: 1 }),
+});
+const Ip = Type.String({ minLength: 2, maxLength: 45, pattern: '^[0-9A-Fa-f:.]+$' });
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+
+// ---- requests ----
+
+export const CreateSessionRequest = Type.Object({
+  callId: CallId,
+  /** Close the session after this long whatever happens (capped by MEDIA_SESSION_MAX_MS). */
+  maxDurationMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+}, { additionalProperties: false });
+export type CreateSessionRequest = Static<typeof CreateSessionRequest>;
+
+export const CreateBrowserTransportRequest = Type.Object({
+  /** `webrtc` for a browser (the default); `plain` puts an RTP endpoint in the browser's place (tests, bench,
+   *  tools): plain RTP, rtcp-mux, no encryption. */
+  type: Type.Optional(Type.Union([Type.Literal('webrtc'), Type.Literal('plain')])),
+}, { additionalProperties: false });
+export type CreateBrowserTransportRequest = Static<typeof CreateBrowserTransportRequest>;
+
+export const ConnectBrowserTransportRequest = Type.Union([
+  Type.Object({ dtlsParameters: DtlsParameters }, { additionalProperties: false }),
+  Type.Object({ ip: Ip, port: Port }, { additionalProperties: false }),
+]);
+export type ConnectBrowserTransportRequest = Static<typeof ConnectBrowserTransportRequest>;
+
+export const ProduceRequest = Type.Object({
+  kind: Type.Literal('audio'),
+  rtpParameters: RtpParameters,
+}, { additionalProperties: false });
+export type ProduceRequest = Static<typeof ProduceRequest>;
+
+export const ConsumeRequest = Type.Object({
+  rtpCapabilities: RtpCapabilities,
+}, { additionalProperties: false });
+export type ConsumeRequest = Static<typeof ConsumeRequest>;
+
+export const AttachFarEndRequest = Type.Object({
+  /** Only the sandbox carrier's far end exists today: a tone, then an echo of what the browser sends. */
+  kind: Type.Literal('sandbox'),
+}, { additionalProperties: false });
+export type AttachFarEndRequest = Static<typeof AttachFarEndRequest>;
+
+// ---- responses ----
+
+/** mediasoup's objects, passed through as they are. */
+export type MediasoupObject = Record<string, unknown>;
+
+export interface SessionCreated {
+  callId: string;
+  /** False when the session already existed (create is idempotent per call id). */
+  created: boolean;
+  routerId: string;
+  workerPid: number;
+  rtpCapabilities: MediasoupObject;
+}
+
+export type BrowserTransportCreated =
+  | { type: 'webrtc'; id: string; iceParameters: MediasoupObject; iceCandidates: MediasoupObject[]; dtlsParameters: MediasoupObject }
+  | { type: 'plain'; id: string; ip: string; port: number };
+
+export interface Produced { producerId: string }
+
+export interface Consumed {
+  id: string;
+  producerId: string;
+  kind: 'audio';
+  rtpParameters: MediasoupObject;
+  /** Consumers start paused: resume once the browser's side is ready (POST .../consumer/resume). */
+  paused: boolean;
+}
+
+export type FarEndPhase = 'tone' | 'echo';
+
+export interface FarEndAttached { kind: 'sandbox'; phase: FarEndPhase; toneMs: number }
+
+export interface SessionSummary {
+  callId: string;
+  routerId: string;
+  workerPid: number;
+  createdAt: string;
+  browserTransport: { type: 'webrtc' | 'plain'; id: string; state: string } | null;
+  browserProducerId: string | null;
+  browserConsumerId: string | null;
+  farEnd: { kind: 'sandbox'; phase: FarEndPhase } | null;
+}
+
+export interface RtpDirectionStats { packets: number; bytes: number }
+
+export interface SessionStats {
+  callId: string;
+  /** What the browser sent (its producer) and what was sent to it (its consumer), from mediasoup's getStats. */
+  browser: { in: RtpDirectionStats & { packetsLost: number; jitter: number }; out: RtpDirectionStats };
+  /** The carrier leg: what the far end sent into the router and what the router sent to the far end. */
+  carrier: { in: RtpDirectionStats & { packetsLost: number; jitter: number }; out: RtpDirectionStats };
+  /** The sandbox far end's own counters (null until attached). */
+  farEnd: { phase: FarEndPhase; tonePacketsSent: number; echoPacketsSent: number; packetsReceived: number } | null;
+}
+
+export interface WorkersInfo {
+  /** The media process itself (it also runs the sandbox far ends). */
+  processPid: number;
+  /** Changes on every start of the media process. */
+  instanceId: string;
+  workers: { pid: number; sessions: number }[];
+}
+
+export type SessionCloseReason = 'requested' | 'worker_died' | 'max_duration' | 'shutdown';
+
+/** Lines of GET /v1/events (one JSON object per line, application/x-ndjson). The stream ending without a
+ *  `shutdown` line means the media process died: every session it held is gone. */
+export type MediaEvent =
+  | { type: 'hello'; instanceId: string; pid: number; sessions: string[]; heartbeatMs: number }
+  | { type: 'heartbeat'; at: string; sessions: number }
+  | { type: 'session_closed'; callId: string; reason: SessionCloseReason }
+  /** Sessions on the dead worker were each reported by a session_closed line (reason worker_died) before this. */
+  | { type: 'worker_replaced'; deadPid: number; newPid: number | null }
+  | { type: 'shutdown' };
+
+export type ControlErrorCode =
+  | 'validation_error' | 'unauthorized' | 'not_found' | 'method_not_allowed' | 'conflict' | 'codec_mismatch'
+  | 'payload_too_large' | 'unavailable' | 'internal_error';
+
+export interface ControlErrorBody {
+  error: { code: ControlErrorCode; message: string; fields?: Record<string, string> };
+}
+
+/** Paths of the API, relative to the control URL. */
+export const paths = {
+  healthz: '/healthz',
+  sessions: '/v1/sessions',
+  session: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}`,
+  browserTransport: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/browser-transport`,
+  connectBrowserTransport: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/browser-transport/connect`,
+  produce: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/produce`,
+  consume: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/consume`,
+  resumeConsumer: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/consumer/resume`,
+  farEnd: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/far-end`,
+  stats: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/stats`,
+  workers: '/v1/workers',
+  events: '/v1/events',
+} as const;
