@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { findPrincipalByKey } from '../../shared/accounts/keys.ts';
 import type { Principal } from '../../shared/accounts/principal.ts';
-import { KEY_REVOKED_CHANNEL } from '../../shared/accounts/revocation.ts';
+import { acknowledgeRevocation, KEY_REVOKED_CHANNEL, parseRevocation } from '../../shared/accounts/revocation.ts';
 import type { Db } from '../../shared/db.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Keyer } from '../../shared/redis.ts';
@@ -17,7 +17,8 @@ const MAX_ENTRIES = 50_000;
 interface Entry { principal: Principal | null; expires: number }
 
 /** Resolves bearer credentials. Keys are looked up by SHA-256 hash and cached in-process; a revocation is
- *  broadcast on Redis so every replica drops the key at once (the TTL only bounds a missed broadcast). */
+ *  broadcast on Redis and every replica confirms it dropped the key before the revocation returns (the TTL only
+ *  bounds a missed broadcast). */
 export class Authenticator {
   private readonly cache = new Map<string, Entry>();
   private readonly byKeyId = new Map<string, string>();
@@ -39,7 +40,12 @@ export class Authenticator {
 
   async listen(redis: Redis): Promise<void> {
     this.subscriber = redis.duplicate({ enableAutoPipelining: false });
-    this.subscriber.on('message', (_ch, keyId: string) => this.forget(keyId));
+    this.subscriber.on('message', (_ch, message: string) => {
+      const { keyId, ackList } = parseRevocation(message);
+      this.forget(keyId);
+      // Confirm only after the key is gone from this cache: the revoker waits for every gateway's confirmation.
+      if (ackList) acknowledgeRevocation(redis, ackList).catch(() => undefined);
+    });
     await this.subscriber.subscribe(this.key(KEY_REVOKED_CHANNEL));
   }
 
