@@ -42,7 +42,7 @@ export interface RunningGateway {
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const { config } = opts;
   const log = opts.log ?? createLogger('gateway', config.logLevel);
-  const db = createDb(config.databaseUrl, 20);
+  const db = createDb(config.databaseUrl, config.databasePoolMax ?? 20, 'openline-gateway');
   const redis = createRedis(config.redisUrl);
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;

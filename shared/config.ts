@@ -38,6 +38,8 @@ export interface Config {
   /** Relayed events and delivery attempts older than this many days are deleted (EVENTS_RETENTION_DAYS, default
    *  30; 0 keeps them forever). */
   eventsRetentionDays: number;
+  /** Connections of each process's PostgreSQL pool (DATABASE_POOL_MAX); null: the process's own default. */
+  databasePoolMax: number | null;
   carrier: 'sandbox' | 'livekit';
   livekit: LiveKitSettings | null;
   /** Where rendered recordings are kept, one file per call (RECORDINGS_DIR, default <os temp>/openline-recordings). */
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 200, env) || 200,
     sandboxTimeScale: scale,
     eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
+    databasePoolMax: env.DATABASE_POOL_MAX ? (int('DATABASE_POOL_MAX', 0, env) || null) : null,
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
     recordingsDir: env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings'),

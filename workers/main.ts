@@ -11,7 +11,7 @@ import { PROCESSORS, SERVICES } from './registry.ts';
 const config = loadConfig();
 const log = createLogger('workers', config.logLevel);
 await runProcess(log, async () => {
-  const db = createDb(config.databaseUrl, 20);
+  const db = createDb(config.databaseUrl, config.databasePoolMax ?? 20, 'openline-workers');
   const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: null });
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
   const deps: WorkerDeps = { config, db, redis, key: keyer(config.redisPrefix), log };

@@ -125,6 +125,8 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
     REDIS_PREFIX: `olt_${id}`,
     PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', WORKERS_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    // Small pools: test files run two at a time, each with several processes, on one PostgreSQL (max_connections 100).
+    DATABASE_POOL_MAX: '5',
     ...o.env,
   };
   const config = loadConfig({ ...process.env, ...env });
