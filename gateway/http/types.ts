@@ -78,12 +78,16 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** Required scope; null for public routes (no credential). */
   scope: Scope | null;
   summary: string;
+  /** A paragraph for the reference: what the operation does, its rules and the state it changes (Markdown). */
+  description?: string;
   tag: string;
   body?: BS;
   query?: QS;
   params?: PS;
   /** Success status and schema, for the OpenAPI document. */
   response: { status: number; schema?: TSchema; description?: string; contentType?: string };
+  /** Realistic example values for the reference: the request body and the success response body. */
+  examples?: { request?: unknown; response?: unknown };
   /** Error codes this route can answer besides the general ones. */
   errors?: ErrorCode[];
   deprecated?: Deprecation;
