@@ -52,7 +52,7 @@ export const agentRoutes: Plugin = (routes) => {
     description: 'Lists the organization\'s saved voice agents, newest first; paginated with limit, order and cursor. Read-only.',
     examples: { response: { data: [AGENT_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Agent), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Agent, { description: 'The agents, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('agents', query);
       const out = deps.cursors.page('agents', page, await listAgents(deps.db, principal.organizationId, page), (a) => a.id);

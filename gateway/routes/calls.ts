@@ -204,7 +204,7 @@ export const callRoutes: Plugin = (routes) => {
       + 'recording_url is included only for credentials with recordings:read. Read-only.',
     examples: { response: { data: [CALL_EXAMPLE], meta: { cursor: 'eyJsIjoiY2FsbHMiLCJrIjoiMDE5M2E0ZDAifQ.q7Xv2', page_size: 1 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Call), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Call, { description: 'The calls, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
       const rows = await listCalls(deps.db, principal.organizationId, page);

@@ -38,7 +38,7 @@ export const phoneNumberRoutes: Plugin = (routes) => {
       + 'limit, order and cursor. Read-only.',
     examples: { response: { data: [PHONE_NUMBER_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(PhoneNumber), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(PhoneNumber, { description: 'The numbers, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('phone_numbers', query);
       const { rows, total } = await listPhoneNumbers(deps.db, principal.organizationId, page);

@@ -44,7 +44,7 @@ const DeliveryAttempt = Type.Object({
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The subscription id (whsub_...).' }) });
 
 const SUB_EXAMPLE = {
-  id: 'whsub_4TqZ8mR2vN6xK1pL', webhook_url: 'https://hooks.acme-dental.example/openline', event_type: 'call_completed',
+  id: 'whsub_4TqZ8mR2vN6xK1pLc9Wd3Ya', webhook_url: 'https://hooks.acme-dental.example/openline', event_type: 'call_completed',
   workflow_id: null, campaign_id: 'spring-recall', status: 'active', disabled_reason: null, disabled_at: null,
   created_at: '2026-11-20T15:04:05.000Z',
 };
@@ -92,7 +92,7 @@ export const webhookRoutes: Plugin = (routes) => {
     examples: { response: { data: [SUB_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     query: Type.Object({ ...PageQuery, event_type: Type.Optional(Type.String({ maxLength: 100, description: 'Only subscriptions to this event type.' })) },
       { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Subscription), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Subscription, { description: 'The subscriptions, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('webhook_subscriptions', query);
       const { rows, total } = await listSubscriptions(deps.db, principal.organizationId, page, query.event_type);
@@ -153,7 +153,7 @@ export const webhookRoutes: Plugin = (routes) => {
     params: IdParams,
     query: Type.Object({ ...PageQuery, webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })) },
       { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt, { description: 'The attempts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, params, query }) => {
       const page = deps.cursors.params('webhook_deliveries', query);
       const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, query.webhook_id);
