@@ -18,6 +18,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { registerSoftphone } from './routes/softphone.ts';
+import { registerDocs } from './routes/docs.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
 export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
@@ -78,6 +79,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         }),
       };
     });
+
+  // The API reference (GET /docs) rendering /v1/openapi.json, with its renderer served from here.
+  await registerDocs(gateway, log);
 
   // The browser softphone page and its SDK bundle (static).
   await registerSoftphone(gateway, config, log);
