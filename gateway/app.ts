@@ -15,7 +15,7 @@ import { agentRoutes } from './routes/agents.ts';
 import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
-import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
+import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
@@ -63,7 +63,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
     .addRaw('GET', '/v1/openapi.json', (req) => ({
       status: 200, contentType: 'application/json',
-      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers))),
+      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers), config.livekit ? [LIVEKIT_WEBHOOK_DOC] : [])),
     }))
     .addRaw('GET', '/.well-known/oauth-protected-resource', (req) => {
       const base = gateway.baseUrl(req.headers);

@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ERROR_CODES, ERROR_MEANINGS, type ErrorCode } from '../../shared/errors.ts';
-import type { AnyRoute } from './types.ts';
+import type { AnyRoute, RawRouteDoc } from './types.ts';
 
 // TypeBox schemas are plain JSON Schema (2020-12 compatible) once their symbol keys are dropped, which is what
 // OpenAPI 3.1 embeds. The document is generated from the same route table that validates requests.
@@ -11,8 +11,9 @@ const plain = (s: TSchema) => JSON.parse(JSON.stringify(s));
 const GENERAL: ErrorCode[] = ['validation_error', 'unauthorized', 'scope_missing', 'rate_limited', 'internal_error'];
 
 /** The error codes one route can answer: its own plus the pipeline's, in the order the statuses are listed. */
-export function routeErrorCodes(r: AnyRoute): ErrorCode[] {
-  const codes: ErrorCode[] = r.scope ? [...GENERAL] : ['validation_error', 'internal_error'];
+export function routeErrorCodes(r: AnyRoute, raw = false): ErrorCode[] {
+  // A raw route (outside the pipeline) answers only its own codes and unexpected failures.
+  const codes: ErrorCode[] = raw ? ['internal_error'] : r.scope ? [...GENERAL] : ['validation_error', 'internal_error'];
   if (r.path.includes('{')) codes.push('not_found');
   if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
   return [...new Set([...codes, ...(r.errors ?? [])])];
@@ -137,8 +138,10 @@ const RATE_HEADER_DOCS: Record<string, string> = {
 
 const RATE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy'];
 
-export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
+export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes: RawRouteDoc[] = []) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const raw = new Map<AnyRoute, RawRouteDoc>(rawRoutes.map((d) => [{ ...d, scope: null, handler: async () => ({ status: 500 }) }, d]));
+  const routes = [...apiRoutes, ...raw.keys()];
   for (const r of routes) {
     const parameters: unknown[] = [];
     for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
@@ -170,7 +173,7 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
         description: '- `validation_error`: the byte range starts past the end of the file (Content-Range: bytes */<size>).' };
     }
     const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of routeErrorCodes(r)) {
+    for (const code of routeErrorCodes(r, raw.has(r))) {
       const st = ERROR_CODES[code].status;
       byStatus.set(st, [...(byStatus.get(st) ?? []), code]);
     }
@@ -181,7 +184,7 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
       description: r.description,
       tags: [r.tag],
       parameters: parameters.length ? parameters : undefined,
-      security: r.scope ? [{ bearer: [r.scope] }] : [],
+      security: r.scope ? [{ bearer: [r.scope] }] : raw.has(r) ? [{ [raw.get(r)!.security]: [] }] : [],
       'x-required-scope': r.scope ?? undefined,
       deprecated: r.deprecated ? true : undefined,
       responses,
@@ -207,7 +210,11 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, ...(TAGS[name] ? { description: TAGS[name] } : {}) })),
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key or bounded client token' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'API key (olk_...) or bounded client token (olct_...).' },
+        livekitWebhook: { type: 'apiKey', in: 'header', name: 'Authorization',
+          description: 'LiveKit\'s webhook signature: a JWT signed with LIVEKIT_API_SECRET whose sha256 claim is the body\'s SHA-256.' },
+      },
       schemas: { Error: ErrorEnvelope },
       parameters: {
         IdempotencyKey: {

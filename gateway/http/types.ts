@@ -96,5 +96,10 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
 
 export type AnyRoute = RouteDef<any, any, any>;
 
+/** A raw route (served outside the API pipeline: its own authentication, no validation) described for the OpenAPI
+ *  document; `security` names a scheme of the document's components. */
+export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'description' | 'tag' | 'body' | 'response' | 'errors' | 'examples'>
+  & { security: 'livekitWebhook' };
+
 /** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
 export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;

@@ -9,7 +9,11 @@ import { ROOT, testEnv } from '../helpers/env.ts';
 
 interface Problem { ruleId: string; severity: 'error' | 'warn'; message: string; location: { pointer?: string }[] }
 
-const env = await testEnv(t);
+// With the LiveKit carrier configured, so that its webhook (served only then) is in the document too.
+const env = await testEnv(t, {
+  env: { CARRIER: 'livekit', LIVEKIT_URL: 'http://127.0.0.1:9', LIVEKIT_API_KEY: 'APIlinttest', LIVEKIT_API_SECRET: 'lint-test-secret-0123456789-0123456789',
+    LIVEKIT_SIP_TRUNK_ID: 'ST_x' },
+});
 const res = await env.request('GET', '/v1/openapi.json');
 const dir = await mkdtemp(join(tmpdir(), 'openapi-lint-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -118,4 +122,7 @@ t.test('error codes per operation: the pipeline\'s and the route\'s own', async 
   t.ok(codesOf('/v1/phone-numbers', 'post').includes('number_unavailable'));
   t.ok(codesOf('/api/v1/webhook_subscriptions', 'post').includes('subscription_exists'));
   t.match(doc.paths['/v1/calls/dial'].post.responses['409'].description, /`channel_limit_exceeded`: .*channel limit/);
+  const lk = doc.paths['/v1/carriers/livekit/webhook'].post;
+  t.same(lk.security, [{ livekitWebhook: [] }], 'the LiveKit webhook is documented with its own signature scheme');
+  t.same(codesOf('/v1/carriers/livekit/webhook', 'post').sort(), ['internal_error', 'unauthorized']);
 });
