@@ -50,7 +50,7 @@ const USER = { id: '9b2e4f61-7c3a-4d58-8e1f-0a6b3c9d2e47', email: 'ops@acme-dent
 export const accountRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/account', scope: 'account:read', tag: 'Account',
-    summary: 'Account snapshot: key, plan, user, organization and live footprint.',
+    summary: 'Read the account snapshot',
     description: 'Answers the snapshot of the account the credential belongs to: the key id, the plan, the user and '
       + 'organization, and the live footprint (numbers held now, numbers enrolled in reputation monitoring). The '
       + 'footprint follows every change at once, whoever makes it. Every field is always present and no other field is '
@@ -67,7 +67,7 @@ export const accountRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/me', scope: 'account:read', tag: 'Account',
-    summary: 'The authenticated user and the credential\'s scopes.',
+    summary: 'Read the calling identity',
     description: 'Answers who is calling: the user and organization of the credential, the credential itself (kind, '
       + 'demo flag, caller-ID and destination ceiling, rate limit) and its scopes. Useful to check what a key or a '
       + 'client token may do before using it. Read-only.',

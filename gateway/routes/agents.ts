@@ -31,7 +31,7 @@ const AGENT_EXAMPLE = {
 
 export const agentRoutes: Plugin = (routes) => {
   routes.add({
-    method: 'POST', path: '/v1/agents', scope: 'agents:write', tag: 'Agents', summary: 'Create a voice agent.',
+    method: 'POST', path: '/v1/agents', scope: 'agents:write', tag: 'Agents', summary: 'Create a voice agent',
     description: 'Saves a voice agent for AI calls: name is required; greeting defaults to a generic introduction, '
       + 'prompt to empty and voice to "neutral". Calls use it by agent_id (POST /v1/calls) and keep a copy of its '
       + 'settings, so later changes do not alter calls already placed.',
@@ -48,7 +48,7 @@ export const agentRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'GET', path: '/v1/agents', scope: 'agents:read', tag: 'Agents', summary: 'List voice agents, newest first.',
+    method: 'GET', path: '/v1/agents', scope: 'agents:read', tag: 'Agents', summary: 'List voice agents',
     description: 'Lists the organization\'s saved voice agents, newest first; paginated with limit, order and cursor. Read-only.',
     examples: { response: { data: [AGENT_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
@@ -60,7 +60,7 @@ export const agentRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'GET', path: '/v1/agents/{id}', scope: 'agents:read', tag: 'Agents', summary: 'Read a voice agent.',
+    method: 'GET', path: '/v1/agents/{id}', scope: 'agents:read', tag: 'Agents', summary: 'Read a voice agent',
     description: 'Answers one saved voice agent of the organization. Read-only.',
     examples: { response: { data: AGENT_EXAMPLE } },
     params: IdParams, response: { status: 200, schema: Type.Object({ data: Agent }) },
@@ -68,7 +68,7 @@ export const agentRoutes: Plugin = (routes) => {
       ({ status: 200, body: { data: agentView(await getAgent(deps.db, principal.organizationId, params.id)) } }),
   });
   routes.add({
-    method: 'PATCH', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents', summary: 'Change a voice agent; omitted fields stay.',
+    method: 'PATCH', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents', summary: 'Change a voice agent',
     description: 'Changes the fields given (at least one) and sets updated_at; omitted fields keep their values. Calls '
       + 'already placed keep the settings they started with.',
     examples: {
@@ -87,7 +87,7 @@ export const agentRoutes: Plugin = (routes) => {
   });
   routes.add({
     method: 'DELETE', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents',
-    summary: 'Delete a voice agent (calls that used it keep their history).',
+    summary: 'Delete a voice agent',
     description: 'Deletes the agent: it can no longer be used by agent_id. Calls that used it keep their records and '
       + 'agent_id. Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' },

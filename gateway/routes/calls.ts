@@ -113,7 +113,7 @@ function accepted(c: { id: string; from_number: string }) {
 export const callRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/calls/dial', scope: 'calls:write', tag: 'Calls',
-    summary: 'Bridge call: ring connect_number (your phone), then to_number, then connect them. The called party sees only from_number.',
+    summary: 'Place a bridge call',
     description: 'Places a bridge call: connect_number (your phone) is rung first; once it answers, to_number is rung '
       + 'showing from_number, and the two are connected. Answers 202 with the call QUEUED; progress (RINGING, ANSWERED, '
       + 'the terminal status) shows on GET /v1/calls/{id} and in call webhooks. Holds 2 channels until it ends. '
@@ -144,7 +144,7 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/calls', scope: 'calls:write', tag: 'Calls',
-    summary: 'AI outbound call: the agent talks to to_number. caller_id/destination are the deprecated spelling of from_number/to_number.',
+    summary: 'Place an AI call',
     description: 'Places an AI call: to_number is rung showing from_number and, once answered, the agent (a saved '
       + 'agent_id, or inline agent settings) speaks its greeting and holds the conversation; the transcript is available '
       + 'when it ends. Answers 202 with the call QUEUED. Holds 1 channel until it ends. The older spelling caller_id / '
@@ -199,7 +199,7 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls', scope: 'calls:read', tag: 'Calls',
-    summary: 'Calls of the organization, newest first (order=asc for oldest first).',
+    summary: 'List calls',
     description: 'Lists the organization\'s calls of every type, newest first; paginated with limit, order and cursor. '
       + 'recording_url is included only for credentials with recordings:read. Read-only.',
     examples: { response: { data: [CALL_EXAMPLE], meta: { cursor: 'eyJsIjoiY2FsbHMiLCJrIjoiMDE5M2E0ZDAifQ.q7Xv2', page_size: 1 } } },
@@ -215,7 +215,7 @@ export const callRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'One call record.',
+    method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'Read a call',
     description: 'Answers one call with its status, outcome, timings, cost and legs. Poll it (or subscribe to call '
       + 'webhooks) to follow a call: QUEUED, RINGING, ANSWERED, then COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED or '
       + 'CANCELED. Read-only.',
@@ -232,7 +232,7 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls/{id}/transcript', scope: 'transcripts:read', tag: 'Calls',
-    summary: 'Transcript and a small analysis of a call; 403 content_policy_forbidden under a HIPAA content policy.',
+    summary: 'Read a call\'s transcript',
     description: 'Answers the call\'s transcript (turns with speaker and offset) and a small analysis, once the call '
       + 'ended. status is available, pending (the call is live) or unavailable, with reason saying why there is none. '
       + 'AI calls always have one once answered; bridge calls only when recorded. Under a HIPAA content policy the '
@@ -282,14 +282,13 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls/{id}/recording', scope: 'recordings:read', tag: 'Calls',
-    summary: 'The call recording as audio/wav (G.711 μ-law, 8 kHz); 404 when the call has none, 403 content_policy_forbidden '
-      + 'under a HIPAA content policy. Byte ranges (Range: bytes=) answer 206, a range past the end 416; 503 with Retry-After '
-      + 'when the gateway already streams its maximum of recordings.',
+    summary: 'Download a call recording',
     description: 'Streams the recording of a call placed with record: true, once it was answered and has ended: WAV, '
       + 'G.711 μ-law, mono, 8 kHz, lasting exactly the talk time. Accepts one byte range (Range: bytes=a-b, a- or -n) '
       + 'answered 206 with Content-Range; a range starting past the end is 416; several or malformed ranges are '
       + 'ignored (200, whole file). not_found when the call has no recording (not recorded, not answered, not ended). '
-      + 'Under a HIPAA content policy: content_policy_forbidden. Needs recordings:read.',
+      + 'Under a HIPAA content policy: content_policy_forbidden. When this gateway already streams its maximum of '
+      + 'recordings (RECORDING_STREAMS_MAX): service_unavailable with Retry-After: 1. Needs recordings:read.',
     params: IdParams,
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
     errors: ['content_policy_forbidden', 'service_unavailable'],
@@ -307,7 +306,7 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/calls/{id}/hangup', scope: 'calls:write', tag: 'Calls',
-    summary: 'End a call (mode hangup), or cancel one that has not originated (setup_failed, cancel_setup). Ending an ended call returns its status.',
+    summary: 'End or cancel a call',
     description: 'mode=hangup (default) ends the call in any live state: QUEUED or RINGING becomes CANCELED, ANSWERED '
       + 'becomes COMPLETED (disconnection_reason api_hangup), and every leg is hung up. mode=setup_failed or cancel_setup '
       + 'cancels only a call not yet originated (CANCELED, call_outcome connection_unconfirmed, its browser ticket '

@@ -20,7 +20,7 @@ const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_nu
 export const clientTokenRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/client-tokens', scope: 'tokens:mint', tag: 'Browser calling',
-    summary: 'Mint a bounded client token: usable in place of this API key, only with the chosen numbers and scopes, until it expires. A client token cannot mint tokens.',
+    summary: 'Mint a bounded client token',
     description: 'Signs a short-lived credential to hand to a browser or app instead of the API key: it may use only the '
       + 'from_numbers as caller IDs, only the to_numbers as destinations (any destination when empty), only the scopes '
       + 'given (default voice:webrtc) and only until ttl_seconds pass. Every bound must lie inside the minting key\'s own '
@@ -60,7 +60,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/webrtc-token', scope: 'voice:webrtc', tag: 'Browser calling',
-    summary: 'Path A: a single-use ticket for one browser call. The call is recorded QUEUED and holds one channel; the carrier leg is dialed when the browser redeems the ticket on the softphone WebSocket. An unused ticket is revoked after five minutes.',
+    summary: 'Path A: get a browser call ticket',
     description: 'Admits a browser call (type webrtc) with the same checks as POST /v1/calls (destination, bounds, '
       + 'caller ID, call rate, spend cap, channels) and answers a single-use ticket. The call is QUEUED and holds one '
       + 'channel; the browser sends the ticket in the first message on the softphone WebSocket (the /softphone page does), '
@@ -85,7 +85,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/room-token', scope: 'voice:webrtc', tag: 'Browser calling',
-    summary: 'Path B (beta): the service places the call into a room; the browser joins it with this LiveKit access token at room_url.',
+    summary: 'Path B (beta): get a room token',
     description: 'Admits a call (type room) with the same checks as POST /v1/calls and places it into a room of its own; '
       + 'the browser joins the room at room_url with the answered LiveKit access token, which grants joining that room '
       + 'only. With the sandbox carrier room_url is this platform\'s softphone WebSocket. Beta.',

@@ -14,7 +14,7 @@ export const LIVEKIT_WEBHOOK_PATH = '/v1/carriers/livekit/webhook';
  *  LiveKit's event; the route verifies the signature and reads it with the SDK rather than validating it. */
 export const LIVEKIT_WEBHOOK_DOC: RawRouteDoc = {
   method: 'POST', path: LIVEKIT_WEBHOOK_PATH, tag: 'Carriers', security: 'livekitWebhook',
-  summary: 'LiveKit room and participant webhooks: call progress from the production carrier.',
+  summary: 'Receive LiveKit webhooks',
   description: 'Configure this URL as the LiveKit project\'s webhook (only served with CARRIER=livekit). Each body is '
     + 'verified with LiveKit\'s signature (the Authorization JWT carries the body\'s SHA-256; unauthorized otherwise). '
     + 'Events about this platform\'s SIP legs become carrier events for the call state machine: participant_joined with '

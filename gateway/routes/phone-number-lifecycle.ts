@@ -33,7 +33,7 @@ const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MA
 export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/phone-numbers/available', scope: 'phone_numbers:read', tag: 'Phone Numbers',
-    summary: 'Purchasable sandbox numbers (never one held by any organization).',
+    summary: 'Search purchasable numbers',
     description: 'Answers up to limit numbers of the sandbox inventory (+1 NXX 555 XXXX in the sandbox area codes) that '
       + 'no organization holds now, optionally of one area_code. Nothing is reserved: a number listed here can be bought '
       + 'by another organization first (then the purchase answers number_unavailable). Read-only.',
@@ -53,8 +53,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/phone-numbers', scope: 'phone_numbers:write', tag: 'Phone Numbers',
-    summary: 'Buy a number (exact phone_number, or any free one of area_code). 202: it is PROVISIONING; it turns ACTIVE '
-      + 'asynchronously and number_purchased fires.',
+    summary: 'Buy a number',
     description: 'Buys one number for the organization: the exact phone_number, or any free number of area_code. The '
       + 'number is held at once (status PROVISIONING, is_active false) and turns ACTIVE asynchronously, within seconds on '
       + 'the sandbox, when the number_purchased webhook fires. A PROVISIONING number cannot place calls yet '
@@ -88,7 +87,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:read', tag: 'Phone Numbers',
-    summary: 'One of the organization\'s numbers with its lifecycle status (released numbers stay readable).',
+    summary: 'Read a phone number',
     description: 'Answers one number the organization holds or held, with its lifecycle status (PROVISIONING, ACTIVE or '
       + 'RELEASED) and when it was activated and released. Read-only.',
     examples: { response: { data: DETAIL_EXAMPLE } },
@@ -101,7 +100,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'DELETE', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:write', tag: 'Phone Numbers',
-    summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
+    summary: 'Release a number',
     description: 'Gives the number back: its status becomes RELEASED (is_active false), the number_released webhook fires '
       + 'and calls still QUEUED with it as caller ID are canceled (call_outcome connection_unconfirmed, '
       + 'disconnection_reason caller_id_released); calls already ringing or answered go on. The record stays readable. '

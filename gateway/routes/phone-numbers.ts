@@ -32,7 +32,7 @@ export const PHONE_NUMBER_EXAMPLE = {
 export const phoneNumberRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/phone-numbers', scope: 'phone_numbers:read', tag: 'Phone Numbers',
-    summary: 'The organization\'s phone numbers, newest first.',
+    summary: 'List phone numbers',
     description: 'Lists every number the organization holds now (PROVISIONING and ACTIVE; released numbers are read one '
       + 'by one with GET /v1/phone-numbers/{id}), newest first, with the total in meta.total_results. Paginated with '
       + 'limit, order and cursor. Read-only.',

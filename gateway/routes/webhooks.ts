@@ -57,7 +57,7 @@ const ATTEMPT_EXAMPLE = {
 export const webhookRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/api/v1/webhook_subscriptions', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Subscribe a URL to one event type. Answers the id and the signing secret (shown once).',
+    summary: 'Subscribe a URL to an event type',
     description: 'Creates an active subscription: from now on each event of event_type in the organization is POSTed '
       + 'to webhook_url (at least once; dedupe on the webhook-id header), signed with the returned secret per Standard '
       + 'Webhooks. Several URLs may subscribe to one event type (each gets its own delivery); the same URL only once per '
@@ -86,7 +86,7 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'The organization\'s webhook subscriptions, newest first.',
+    summary: 'List webhook subscriptions',
     description: 'Lists the organization\'s subscriptions (active and disabled, not deleted), newest first, optionally '
       + 'of one event_type; paginated with limit, order and cursor. Secrets are never shown again. Read-only.',
     examples: { response: { data: [SUB_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
@@ -103,7 +103,7 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'One webhook subscription (without its secret).',
+    summary: 'Read a webhook subscription',
     description: 'Answers one subscription of the organization, without its secret. A deleted subscription is not_found. Read-only.',
     examples: { response: { data: SUB_EXAMPLE } },
     params: IdParams,
@@ -115,7 +115,7 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'DELETE', path: '/api/v1/webhook_subscriptions/{id}', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Remove a subscription: nothing more is delivered to it, pending retries included.',
+    summary: 'Delete a webhook subscription',
     description: 'Deletes the subscription: no further event is delivered to it, and retries still pending are dropped. '
       + 'It disappears from list and read (not_found), but its attempt log stays readable at .../deliveries. Answers 204.',
     params: IdParams,
@@ -129,7 +129,7 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/api/v1/webhook_subscriptions/{id}/enable', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Turn a subscription disabled by a 410 back on. Later events are delivered; those in between are not.',
+    summary: 'Re-enable a disabled subscription',
     description: 'Sets a disabled subscription active again once its receiver is back; the URL is checked again against '
       + 'the URL rule (validation_error with fields.webhook_url otherwise). Events from then on are delivered; those '
       + 'that occurred while it was disabled are not replayed. On an active subscription it changes nothing.',
@@ -145,7 +145,7 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}/deliveries', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'Every delivery attempt to this subscription, newest first (status, latency, error, next retry).',
+    summary: 'List delivery attempts',
     description: 'Lists the attempt log of the subscription, newest first, optionally of one delivery (webhook_id): '
       + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due. Readable also '
       + 'after the subscription was deleted; kept EVENTS_RETENTION_DAYS (30 by default). Read-only.',
