@@ -15,9 +15,10 @@ import { agentRoutes } from './routes/agents.ts';
 import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
-import { registerLiveKitWebhook } from './routes/livekit-webhook.ts';
+import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { registerSoftphone } from './routes/softphone.ts';
+import { registerDocs } from './routes/docs.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
 export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
@@ -62,7 +63,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
     .addRaw('GET', '/v1/openapi.json', (req) => ({
       status: 200, contentType: 'application/json',
-      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers))),
+      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers), config.livekit ? [LIVEKIT_WEBHOOK_DOC] : [])),
     }))
     .addRaw('GET', '/.well-known/oauth-protected-resource', (req) => {
       const base = gateway.baseUrl(req.headers);
@@ -78,6 +79,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         }),
       };
     });
+
+  // The API reference (GET /docs) rendering /v1/openapi.json, with its renderer served from here.
+  await registerDocs(gateway, log);
 
   // The browser softphone page and its SDK bundle (static).
   await registerSoftphone(gateway, config, log);

@@ -52,6 +52,56 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** What each code means, in one place: the OpenAPI document lists these per operation (gateway/http/openapi.ts). */
+export const ERROR_MEANINGS: Record<ErrorCode, string> = {
+  validation_error: 'The body, query or path parameters are invalid; `fields` maps each offending field to the reason. '
+    + 'Also an expired or foreign cursor (fields.cursor) and a byte range past the end of a file (416).',
+  unauthorized: 'The Authorization header is missing, or the API key or client token is unknown, revoked or expired. '
+    + 'Carries a WWW-Authenticate Bearer challenge.',
+  forbidden: 'The credential may not do this: a number outside the credential\'s from/to bounds, a number not owned by '
+    + 'the organization, a demo key outside its destination allowlist, or a client token trying to mint tokens.',
+  scope_missing: 'The credential lacks the scope this operation requires (named in WWW-Authenticate and in the message).',
+  not_found: 'No resource with this id exists in the credential\'s organization.',
+  method_not_allowed: 'The path exists but not with this method (the Allow header lists the methods it has).',
+  idempotency_conflict: 'The Idempotency-Key was already used with a different request body; fields.conflicts_with holds '
+    + 'the original request id.',
+  rate_limited: 'Too many requests for this key in the current one-minute window; retry after Retry-After seconds.',
+  internal_error: 'An unexpected server error; safe to retry with the same Idempotency-Key.',
+  service_unavailable: 'The gateway is at a capacity limit (for example recordings already streaming); retry after '
+    + 'Retry-After seconds.',
+  destination_missing: 'No destination (to_number) was given.',
+  destination_invalid: 'The destination is not a valid, dialable E.164 number.',
+  no_active_number: 'The caller ID (from_number) is not an active number of the organization (for example still '
+    + 'PROVISIONING, or released).',
+  call_id_not_verified: 'The caller ID is not verified for the account.',
+  destination_blocked: 'The destination is an emergency or special-service number, which is never dialed.',
+  dnc_suppressed: 'The destination is on a Do-Not-Call list.',
+  recipient_opted_out: 'The contact opted out of calls.',
+  no_consent: 'No calling consent is on file for the contact.',
+  outside_call_window: 'Outside the permitted calling hours of the destination; retry later.',
+  day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
+  frequency_exceeded: 'The contact has been called the maximum number of times for now.',
+  voice_usage_exhausted: 'The included voice minutes are used up.',
+  no_active_subscription: 'The organization has no active subscription.',
+  spend_cap_reached: 'Placing the call would exceed the organization\'s daily spend cap (each live call reserves its '
+    + 'worst-case cost).',
+  no_number_available: 'Every number that could be used is busy; retry shortly.',
+  channel_limit_exceeded: 'The organization\'s concurrent channel limit is reached (a bridge call holds two channels, '
+    + 'others one). Calls do not queue; retry when a call ends.',
+  room_creation_failed: 'The call session could not be started at the carrier; retry.',
+  agent_dispatch_failed: 'No voice agent could be connected to the call; retry.',
+  sip_gateway_failed: 'The phone network could not be reached through the SIP gateway; retry.',
+  provider_api_error: 'The telephony provider answered with an error; retry.',
+  texting_not_ready: 'A2P texting registration is missing, pending or rejected (fields.reason, fields.registration_status).',
+  content_policy_forbidden: 'The organization\'s content policy (HIPAA) pins call content to a compliance boundary: '
+    + 'transcripts, recordings and derived analysis are never returned.',
+  number_unavailable: 'The number (or every number of the area code) is already held by an organization; pick another '
+    + 'from GET /v1/phone-numbers/available.',
+  subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
+    + 'existing subscription).',
+  subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+};
+
 export interface ApiErrorOptions {
   status?: number;
   category?: ErrorCategory;

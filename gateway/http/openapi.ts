@@ -1,12 +1,109 @@
 import type { TSchema } from '@sinclair/typebox';
-import { ERROR_CODES, type ErrorCode } from '../../shared/errors.ts';
-import type { AnyRoute } from './types.ts';
+import { ERROR_CODES, ERROR_MEANINGS, type ErrorCode } from '../../shared/errors.ts';
+import type { AnyRoute, RawRouteDoc } from './types.ts';
 
 // TypeBox schemas are plain JSON Schema (2020-12 compatible) once their symbol keys are dropped, which is what
 // OpenAPI 3.1 embeds. The document is generated from the same route table that validates requests.
 const plain = (s: TSchema) => JSON.parse(JSON.stringify(s));
 
-const GENERAL: ErrorCode[] = ['validation_error', 'unauthorized', 'scope_missing', 'not_found', 'rate_limited', 'internal_error'];
+/** Codes the pipeline itself can answer on every authenticated route (not_found and idempotency_conflict are added
+ *  where they apply: routes with an id in the path, mutating methods). */
+const GENERAL: ErrorCode[] = ['validation_error', 'unauthorized', 'scope_missing', 'rate_limited', 'internal_error'];
+
+/** The error codes one route can answer: its own plus the pipeline's, in the order the statuses are listed. */
+export function routeErrorCodes(r: AnyRoute, raw = false): ErrorCode[] {
+  // A raw route (outside the pipeline) answers only its own codes and unexpected failures.
+  const codes: ErrorCode[] = raw ? ['internal_error'] : r.scope ? [...GENERAL] : ['validation_error', 'internal_error'];
+  if (r.path.includes('{')) codes.push('not_found');
+  if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
+  return [...new Set([...codes, ...(r.errors ?? [])])];
+}
+
+/** Tag descriptions: one per API area, in the order the areas appear. */
+const TAGS: Record<string, string> = {
+  Account: 'Who the credential is: the account snapshot (plan, organization, live footprint) and the credential\'s own '
+    + 'identity and scopes.',
+  'Phone Numbers': 'The organization\'s phone numbers and their lifecycle: list held numbers, search purchasable sandbox '
+    + 'numbers, buy (PROVISIONING, then ACTIVE), read and release (RELEASED, kept as history). Purchases and releases '
+    + 'fire number_purchased and number_released webhooks.',
+  Agents: 'Saved voice agents (name, greeting, prompt, voice) that AI calls (POST /v1/calls) use by agent_id.',
+  Webhooks: 'Webhook subscriptions: the service POSTs each event of the subscribed type to your HTTPS URL, signed per '
+    + 'Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers) with the subscription\'s secret. '
+    + 'Failed deliveries are retried with back-off; a 410 Gone disables the subscription.',
+  Calls: 'Outbound calls: bridge calls (ring your phone, then the destination) and AI calls (an agent talks to the '
+    + 'destination). A call is accepted QUEUED (202) and progresses asynchronously: RINGING, ANSWERED, then a terminal '
+    + 'status (COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED). With the sandbox carrier the last four digits '
+    + 'of a number choose the outcome (0001 busy, 0002 no answer, 0003 voicemail, 0004 unreachable, 0005 declined, '
+    + '0006 carrier rejected, 0007 screened, 0008 never hangs up; others answer and talk 10 s).',
+  'Browser calling': 'Calls from a browser: bounded client tokens (a short-lived credential limited to chosen numbers and '
+    + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
+    + 'places).',
+  Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
+};
+
+const GUIDE = `API of the openline platform: telephony (bridge, AI and browser calls), phone numbers, voice agents and
+webhooks. Every path below is served by this gateway; this page is generated from the same schemas that validate
+requests, so it is exactly what the server accepts and answers.
+
+## Authentication
+Every request carries \`Authorization: Bearer <credential>\`: an API key (\`olk_...\`, shown once when created with
+\`npm run admin -- key create\`) or a bounded client token (\`olct_...\`, POST /v1/client-tokens). A credential
+belongs to one organization and sees only its resources (another organization's id is \`404 not_found\`). Each
+operation names the scope it requires; a credential without it gets \`403 scope_missing\`. Failures carry a
+\`WWW-Authenticate\` Bearer challenge pointing at \`/.well-known/oauth-protected-resource\`.
+
+## Envelopes
+Success: \`{"data": ...}\`. Lists: \`{"data": [...], "meta": {"cursor"?, "total_results"?, "page_size"}}\`.
+Errors: \`{"error": {"code", "message", "category"?, "resolution_hint"?, "fields"?}}\`. Every response carries
+\`X-Request-Id\`. Request bodies are JSON (\`Content-Type: application/json\`, at most 1 MiB); unknown fields and
+unknown query parameters are refused.
+
+## Pagination
+Lists take \`limit\` (1-100, default 20), \`order\` (\`desc\`, newest first, the default; or \`asc\`) and \`cursor\`
+(the previous page's \`meta.cursor\`, opaque, valid 24 hours). \`meta.cursor\` is absent on the last page.
+
+## Idempotency
+Every POST, PUT, PATCH and DELETE accepts an \`Idempotency-Key\` header (1-255 printable ASCII characters, scoped to
+the credential). The first successful response is stored for 24 hours and replayed verbatim, with
+\`Idempotency-Replay: true\`, for a retry with the same key and request; the same key with a different request is
+\`409 idempotency_conflict\`, as is a retry while the first request still runs (with \`Retry-After: 1\`).
+
+## Rate limits
+600 requests per minute per key (120 for demo keys, or the key's own limit), in a fixed one-minute window. Every
+authenticated response carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\` (Unix ms),
+\`RateLimit\` and \`RateLimit-Policy\`; a refusal is \`429 rate_limited\` with \`Retry-After\` (seconds).
+
+## Errors
+Branch on \`error.code\`, never on the message. \`fields\` maps each offending request field to the reason. Call
+errors carry \`category\` (invalid_request, compliance_block, account_limit, provider_error). 429 and 5xx are
+retryable (with the same Idempotency-Key). Each operation below lists every code it can answer and what it means.
+
+## Versioning
+Paths start with \`/v1\` (\`/api/v1\` for webhook subscriptions). A deprecated route or spelling answers with
+\`Deprecation\`, \`Sunset\` and \`Link: <...>; rel="sunset"\` headers.`;
+
+/** A response's description listing its codes with their meanings (Markdown), and one example per code. */
+function errorResponse(status: number, list: ErrorCode[]) {
+  return {
+    description: list.map((c) => `- \`${c}\`: ${ERROR_MEANINGS[c]}`).join('\n'),
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/Error' },
+        examples: Object.fromEntries(list.map((c) => [c, { summary: c, value: errorExample(c, status) }])),
+      },
+    },
+  };
+}
+
+function errorExample(code: ErrorCode, status: number) {
+  const spec = ERROR_CODES[code] as { category?: string };
+  const error: Record<string, unknown> = { code, message: ERROR_MEANINGS[code].split('; ')[0].replace(/`/g, '') };
+  if (spec.category) error.category = spec.category;
+  if (code === 'validation_error') error.fields = status === 416 ? { Range: 'must start before byte 48044' } : { to_number: 'must be an E.164 number' };
+  if (code === 'scope_missing') error.fields = { scope: 'calls:write' };
+  if (code === 'idempotency_conflict') error.fields = { conflicts_with: 'req_01J9Z6Q4TFM4V3Y1R5C8N2XK7B' };
+  return { error };
+}
 
 const ErrorEnvelope = {
   type: 'object',
@@ -16,21 +113,35 @@ const ErrorEnvelope = {
       type: 'object',
       required: ['code', 'message'],
       properties: {
-        code: { type: 'string' },
-        message: { type: 'string' },
-        category: { type: 'string', enum: ['invalid_request', 'compliance_block', 'account_limit', 'unreachable', 'voicemail', 'provider_error'] },
-        resolution_hint: { type: 'string' },
-        fields: { type: 'object', additionalProperties: { type: 'string' } },
-        doc_url: { type: 'string', format: 'uri' },
+        code: { type: 'string', description: 'Machine-readable error code (listed per operation); branch on this.' },
+        message: { type: 'string', description: 'Human-readable explanation; may change, never parse it.' },
+        category: { type: 'string', enum: ['invalid_request', 'compliance_block', 'account_limit', 'unreachable', 'voicemail', 'provider_error'],
+          description: 'Present on call-related errors only: the family of the failure.' },
+        resolution_hint: { type: 'string', description: 'What to do about it, when there is something to do.' },
+        fields: { type: 'object', additionalProperties: { type: 'string' },
+          description: 'Maps each offending request field (or header) to the reason.' },
+        doc_url: { type: 'string', format: 'uri', description: 'Where to read more about this error.' },
       },
+      description: 'The error.',
     },
   },
+  description: 'The error envelope of every non-2xx JSON response.',
+};
+
+const RATE_HEADER_DOCS: Record<string, string> = {
+  'X-RateLimit-Limit': 'Requests allowed in the one-minute window.',
+  'X-RateLimit-Remaining': 'Requests left in the current window.',
+  'X-RateLimit-Reset': 'When the window resets, as a Unix timestamp in milliseconds.',
+  RateLimit: 'Remaining quota and seconds to reset, as a structured field: "default";r=<remaining>;t=<seconds>.',
+  'RateLimit-Policy': 'The quota policy: "default";q=<limit>;w=60.',
 };
 
 const RATE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy'];
 
-export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
+export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes: RawRouteDoc[] = []) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const raw = new Map<AnyRoute, RawRouteDoc>(rawRoutes.map((d) => [{ ...d, scope: null, handler: async () => ({ status: 500 }) }, d]));
+  const routes = [...apiRoutes, ...raw.keys()];
   for (const r of routes) {
     const parameters: unknown[] = [];
     for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
@@ -48,7 +159,8 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
       headers: r.scope ? okHeaders : undefined,
       ...(r.response.contentType
         ? { content: { [r.response.contentType]: { schema: { type: 'string', contentMediaType: r.response.contentType } } } }
-        : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema) } } } : {}),
+        : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema),
+          ...(r.examples?.response !== undefined ? { example: r.examples.response } : {}) } } } : {}),
     };
     if (r.response.contentType) {
       // Files are sent by the pipeline's file streams (file-response.ts), which answer single byte ranges.
@@ -57,36 +169,29 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
         headers: r.scope ? okHeaders : undefined,
         content: { [r.response.contentType]: { schema: { type: 'string', contentMediaType: r.response.contentType } } },
       };
-      responses['416'] = {
-        description: 'Error: validation_error (the range starts past the end; Content-Range: bytes */<size>)',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
+      responses['416'] = { ...errorResponse(416, ['validation_error']),
+        description: '- `validation_error`: the byte range starts past the end of the file (Content-Range: bytes */<size>).' };
     }
-    const codes = [...(r.scope ? GENERAL : ['validation_error', 'not_found', 'internal_error'] as ErrorCode[]), ...(r.errors ?? [])];
-    if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
     const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of codes) {
+    for (const code of routeErrorCodes(r, raw.has(r))) {
       const st = ERROR_CODES[code].status;
-      byStatus.set(st, [...new Set([...(byStatus.get(st) ?? []), code])]);
+      byStatus.set(st, [...(byStatus.get(st) ?? []), code]);
     }
-    for (const [st, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      responses[String(st)] = {
-        description: `Error: ${list.join(', ')}`,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
-    }
+    for (const [st, list] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(st)] = errorResponse(st, list);
     const op: Record<string, unknown> = {
       operationId: `${r.method.toLowerCase()}${r.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, ch) => (ch ? ch.toUpperCase() : ''))}`,
       summary: r.summary,
+      description: r.description,
       tags: [r.tag],
       parameters: parameters.length ? parameters : undefined,
-      security: r.scope ? [{ bearer: [r.scope] }] : [],
+      security: r.scope ? [{ bearer: [r.scope] }] : raw.has(r) ? [{ [raw.get(r)!.security]: [] }] : [],
       'x-required-scope': r.scope ?? undefined,
       deprecated: r.deprecated ? true : undefined,
       responses,
     };
     if (r.body) {
-      op.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body) } } };
+      op.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body),
+        ...(r.examples?.request !== undefined ? { example: r.examples.request } : {}) } } };
     }
     if (r.scope && r.method !== 'GET') {
       op.parameters = [...(parameters as unknown[]), { $ref: '#/components/parameters/IdempotencyKey' }];
@@ -98,12 +203,18 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
     info: {
       title: 'Telephony, Caller-Trust and Website-Testing Service API',
       version: '1.0.0',
-      description: 'Organization-scoped HTTP JSON API. Every request carries Authorization: Bearer <API key>.',
+      description: GUIDE,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: serverUrl }],
+    servers: [{ url: serverUrl, description: 'This gateway' }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, ...(TAGS[name] ? { description: TAGS[name] } : {}) })),
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key or bounded client token' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'API key (olk_...) or bounded client token (olct_...).' },
+        livekitWebhook: { type: 'apiKey', in: 'header', name: 'Authorization',
+          description: 'LiveKit\'s webhook signature: a JWT signed with LIVEKIT_API_SECRET whose sha256 claim is the body\'s SHA-256.' },
+      },
       schemas: { Error: ErrorEnvelope },
       parameters: {
         IdempotencyKey: {
@@ -111,7 +222,8 @@ export function buildOpenApi(routes: AnyRoute[], serverUrl: string) {
           description: 'Replays the stored response of the first successful request with this key for 24 hours.',
         },
       },
-      headers: Object.fromEntries(RATE_HEADERS.map((h) => [h, { schema: { type: h.startsWith('X-') ? 'integer' : 'string' } }])),
+      headers: Object.fromEntries(RATE_HEADERS.map((h) => [h, {
+        description: RATE_HEADER_DOCS[h], schema: { type: h.startsWith('X-') ? 'integer' : 'string' } }])),
     },
   };
 }

@@ -78,12 +78,16 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** Required scope; null for public routes (no credential). */
   scope: Scope | null;
   summary: string;
+  /** A paragraph for the reference: what the operation does, its rules and the state it changes (Markdown). */
+  description?: string;
   tag: string;
   body?: BS;
   query?: QS;
   params?: PS;
   /** Success status and schema, for the OpenAPI document. */
   response: { status: number; schema?: TSchema; description?: string; contentType?: string };
+  /** Realistic example values for the reference: the request body and the success response body. */
+  examples?: { request?: unknown; response?: unknown };
   /** Error codes this route can answer besides the general ones. */
   errors?: ErrorCode[];
   deprecated?: Deprecation;
@@ -91,6 +95,11 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
 }
 
 export type AnyRoute = RouteDef<any, any, any>;
+
+/** A raw route (served outside the API pipeline: its own authentication, no validation) described for the OpenAPI
+ *  document; `security` names a scheme of the document's components. */
+export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'description' | 'tag' | 'body' | 'response' | 'errors' | 'examples'>
+  & { security: 'livekitWebhook' };
 
 /** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
 export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;

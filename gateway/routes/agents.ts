@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { agentView, createAgent, type AgentRow, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
-import { ListMeta } from './schemas.ts';
+import { ListMeta, UuidIdParams } from './schemas.ts';
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown in the dashboard and on call records.' }),
@@ -12,14 +12,33 @@ const fields = {
 };
 
 const Agent = Type.Object({
-  id: Type.String({ format: 'uuid' }), name: Type.String(), greeting: Type.String(), prompt: Type.String(),
-  voice: Type.String(), created_at: Type.String({ format: 'date-time' }), updated_at: Type.String({ format: 'date-time' }),
-});
-const IdParams = Type.Object({ id: Type.String() });
+  id: Type.String({ format: 'uuid', description: 'The agent id; pass it as agent_id to POST /v1/calls.' }),
+  name: Type.String({ description: fields.name.description }),
+  greeting: Type.String({ description: fields.greeting.description }),
+  prompt: Type.String({ description: fields.prompt.description }),
+  voice: Type.String({ description: fields.voice.description }),
+  created_at: Type.String({ format: 'date-time', description: 'When the agent was created.' }),
+  updated_at: Type.String({ format: 'date-time', description: 'When the agent was last changed.' }),
+}, { description: 'A voice agent.' });
+const IdParams = UuidIdParams('agent');
+
+const AGENT_EXAMPLE = {
+  id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', name: 'Appointment reminder',
+  greeting: 'Hi, this is Acme Dental calling to confirm your appointment tomorrow at 10 AM.',
+  prompt: 'Confirm the appointment. If the patient wants to reschedule, offer Tuesday or Thursday morning.',
+  voice: 'neutral', created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
+};
 
 export const agentRoutes: Plugin = (routes) => {
   routes.add({
-    method: 'POST', path: '/v1/agents', scope: 'agents:write', tag: 'Agents', summary: 'Create a voice agent.',
+    method: 'POST', path: '/v1/agents', scope: 'agents:write', tag: 'Agents', summary: 'Create a voice agent',
+    description: 'Saves a voice agent for AI calls: name is required; greeting defaults to a generic introduction, '
+      + 'prompt to empty and voice to "neutral". Calls use it by agent_id (POST /v1/calls) and keep a copy of its '
+      + 'settings, so later changes do not alter calls already placed.',
+    examples: {
+      request: { name: AGENT_EXAMPLE.name, greeting: AGENT_EXAMPLE.greeting, prompt: AGENT_EXAMPLE.prompt, voice: 'neutral' },
+      response: { data: AGENT_EXAMPLE },
+    },
     body: Type.Object({ name: fields.name, greeting: Type.Optional(fields.greeting), prompt: Type.Optional(fields.prompt),
       voice: Type.Optional(fields.voice) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Agent }) },
@@ -29,9 +48,11 @@ export const agentRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'GET', path: '/v1/agents', scope: 'agents:read', tag: 'Agents', summary: 'List voice agents, newest first.',
+    method: 'GET', path: '/v1/agents', scope: 'agents:read', tag: 'Agents', summary: 'List voice agents',
+    description: 'Lists the organization\'s saved voice agents, newest first; paginated with limit, order and cursor. Read-only.',
+    examples: { response: { data: [AGENT_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Agent), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Agent, { description: 'The agents, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('agents', query);
       const out = deps.cursors.page('agents', page, await listAgents(deps.db, principal.organizationId, page), (a) => a.id);
@@ -39,13 +60,22 @@ export const agentRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'GET', path: '/v1/agents/{id}', scope: 'agents:read', tag: 'Agents', summary: 'Read a voice agent.',
+    method: 'GET', path: '/v1/agents/{id}', scope: 'agents:read', tag: 'Agents', summary: 'Read a voice agent',
+    description: 'Answers one saved voice agent of the organization. Read-only.',
+    examples: { response: { data: AGENT_EXAMPLE } },
     params: IdParams, response: { status: 200, schema: Type.Object({ data: Agent }) },
     handler: async ({ deps, principal, params }) =>
       ({ status: 200, body: { data: agentView(await getAgent(deps.db, principal.organizationId, params.id)) } }),
   });
   routes.add({
-    method: 'PATCH', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents', summary: 'Change a voice agent; omitted fields stay.',
+    method: 'PATCH', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents', summary: 'Change a voice agent',
+    description: 'Changes the fields given (at least one) and sets updated_at; omitted fields keep their values. Calls '
+      + 'already placed keep the settings they started with.',
+    examples: {
+      request: { greeting: 'Hello from Acme Dental! Calling about your visit tomorrow at 10 AM.' },
+      response: { data: { ...AGENT_EXAMPLE, greeting: 'Hello from Acme Dental! Calling about your visit tomorrow at 10 AM.',
+        updated_at: '2026-11-21T08:00:00.000Z' } },
+    },
     params: IdParams,
     body: Type.Object({ name: Type.Optional(fields.name), greeting: Type.Optional(fields.greeting),
       prompt: Type.Optional(fields.prompt), voice: Type.Optional(fields.voice) }, { additionalProperties: false, minProperties: 1 }),
@@ -57,7 +87,9 @@ export const agentRoutes: Plugin = (routes) => {
   });
   routes.add({
     method: 'DELETE', path: '/v1/agents/{id}', scope: 'agents:write', tag: 'Agents',
-    summary: 'Delete a voice agent (calls that used it keep their history).',
+    summary: 'Delete a voice agent',
+    description: 'Deletes the agent: it can no longer be used by agent_id. Calls that used it keep their records and '
+      + 'agent_id. Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' },
     handler: async (ctx) => {
       const reply = (): Reply => ({ status: 204 });

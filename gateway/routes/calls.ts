@@ -10,55 +10,88 @@ import { callView, viewOptions } from '../../shared/calls/views.ts';
 import { ApiError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Deprecation, Plugin, Reply } from '../http/types.ts';
-import { ListMeta, Nullable } from './schemas.ts';
+import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 const Number164 = (description: string, extra: Record<string, unknown> = {}) => Type.String({ description, ...extra });
-const Ts = Type.String({ format: 'date-time' });
+const Ts = (description: string) => Type.String({ format: 'date-time', description });
 
 const Leg = Type.Object({
-  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')]),
-  number: Type.String(),
-  status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED' }),
-  end_reason: Nullable(Type.String()),
-  originated_at: Nullable(Ts), answered_at: Nullable(Ts), ended_at: Nullable(Ts),
-});
+  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')],
+    { description: 'connect: your phone rung first on a bridge; destination: the called party; browser: a browser softphone.' }),
+  number: Type.String({ description: 'The number this leg dials (E.164).' }),
+  status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED.' }),
+  end_reason: Nullable(Type.String(), 'Why the leg ended (busy, no_answer, remote_hangup, ...); null while it runs.'),
+  originated_at: Nullable(Ts('When the leg was dialed.'), 'When the leg was dialed; null before.'),
+  answered_at: Nullable(Ts('When the leg answered.'), 'When the leg answered; null if it did not.'),
+  ended_at: Nullable(Ts('When the leg ended.'), 'When the leg ended; null while it runs.'),
+}, { description: 'One carrier leg of the call.' });
 
 const Call = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room')]),
-  direction: Type.String(),
-  from_number: Type.String(),
-  to_number: Type.String(),
-  connect_number: Nullable(Type.String()),
-  agent_id: Nullable(Type.String()),
-  status: Type.String({ description: 'QUEUED, RINGING, ANSWERED, COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED' }),
-  call_outcome: Nullable(Type.String()),
-  failure_code: Nullable(Type.String()),
-  failure_category: Nullable(Type.String()),
-  disconnection_reason: Nullable(Type.String()),
-  picked_up: Type.Boolean(),
-  duration_seconds: Nullable(Type.Integer()),
-  record: Type.Boolean(),
-  cost_cents: Type.Integer(),
-  max_duration_seconds: Type.Integer(),
-  created_at: Ts,
-  answered_at: Nullable(Ts),
-  ended_at: Nullable(Ts),
-  legs: Type.Array(Leg),
-  recording_url: Type.Optional(Nullable(Type.String({ description: 'Only with the recordings:read scope.' }))),
-});
+  id: Type.String({ format: 'uuid', description: 'The call id (call_id in the 202 answer).' }),
+  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room')],
+    { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A) or room (browser path B).' }),
+  direction: Type.String({ description: 'outbound.' }),
+  from_number: Type.String({ description: 'The caller ID shown to the called party (E.164).' }),
+  to_number: Type.String({ description: 'The called party (E.164).' }),
+  connect_number: Nullable(Type.String(), 'Bridge calls: your phone, rung first (E.164); null for other types.'),
+  agent_id: Nullable(Type.String(), 'AI calls: the saved agent used; null for inline settings and other types.'),
+  status: Type.String({ description: 'QUEUED, RINGING, ANSWERED (live); COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED (terminal).' }),
+  call_outcome: Nullable(Type.String(), 'How it went: new_call, answered, screened, busy, no_answer, voicemail, failed, canceled, connection_unconfirmed.'),
+  failure_code: Nullable(Type.String(), 'Asynchronous failure: busy, no_answer, number_unreachable, call_declined, carrier_rejected, voicemail_reached; null otherwise.'),
+  failure_category: Nullable(Type.String(), 'unreachable or voicemail when failure_code is set; null otherwise.'),
+  disconnection_reason: Nullable(Type.String(), 'What ended it: remote_hangup, connect_hangup, api_hangup, max_duration_reached, call_screened, caller_id_released, setup_timeout, ...'),
+  picked_up: Type.Boolean({ description: 'Whether a person answered (false for screening, voicemail and unanswered calls).' }),
+  duration_seconds: Nullable(Type.Integer(), 'Talk time in seconds; 0 when never answered, null when unknown (screening).'),
+  record: Type.Boolean({ description: 'Whether the call is recorded.' }),
+  cost_cents: Type.Integer({ description: 'Price in cents, set when the call ends (sandbox: 1 cent per started minute per answered leg).' }),
+  max_duration_seconds: Type.Integer({ description: 'The call-length limit: the call is ended automatically when reached.' }),
+  created_at: Ts('When the call was accepted.'),
+  answered_at: Nullable(Ts('When the called party answered.'), 'When the called party answered; null if not.'),
+  ended_at: Nullable(Ts('When the call ended.'), 'When the call ended; null while live.'),
+  legs: Type.Array(Leg, { description: 'The carrier legs, in dialing order.' }),
+  recording_url: Type.Optional(Nullable(Type.String(), 'Only for credentials with recordings:read: where to GET the '
+    + 'recording (audio/wav); null without a recording and always under a HIPAA content policy.')),
+}, { description: 'A call record.' });
 
 const Accepted = Type.Object({
-  call_id: Type.String({ format: 'uuid' }),
-  status: Type.Literal('QUEUED'),
-  from_number: Type.String(),
-  selection_source: Type.Literal('exact_from_number'),
-  evidence_state: Type.Null(),
-  health_warning: Type.Null(),
-  recommended_action: Type.Null(),
-});
+  call_id: Type.String({ format: 'uuid', description: 'The new call\'s id (GET /v1/calls/{id}).' }),
+  status: Type.Literal('QUEUED', { description: 'Always QUEUED: the call progresses asynchronously.' }),
+  from_number: Type.String({ description: 'The caller ID used (E.164).' }),
+  selection_source: Type.Literal('exact_from_number', { description: 'How the caller ID was chosen: the from_number given.' }),
+  evidence_state: Type.Null({ description: 'Caller-ID reputation evidence (Number Health); null: not available yet.' }),
+  health_warning: Type.Null({ description: 'A warning about the caller ID\'s reputation; null: none.' }),
+  recommended_action: Type.Null({ description: 'What to do about the caller ID\'s reputation; null: nothing.' }),
+}, { description: 'The accepted call.' });
 
-const IdParams = Type.Object({ id: Type.String() });
+const IdParams = UuidIdParams('call');
+
+const CALL_ID = '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98';
+const ACCEPTED_EXAMPLE = {
+  call_id: CALL_ID, status: 'QUEUED', from_number: '+14155550123', selection_source: 'exact_from_number',
+  evidence_state: null, health_warning: null, recommended_action: null,
+};
+const CALL_EXAMPLE = {
+  id: CALL_ID, type: 'bridge', direction: 'outbound', from_number: '+14155550123', to_number: '+12125550187',
+  connect_number: '+13125550142', agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null,
+  failure_category: null, disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 10, record: true,
+  cost_cents: 2, max_duration_seconds: 3600, created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
+  ended_at: '2026-11-20T15:04:19.000Z',
+  legs: [
+    { role: 'connect', number: '+13125550142', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:04:05.200Z',
+      answered_at: '2026-11-20T15:04:07.200Z', ended_at: '2026-11-20T15:04:19.000Z' },
+    { role: 'destination', number: '+12125550187', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:04:07.300Z',
+      answered_at: '2026-11-20T15:04:09.000Z', ended_at: '2026-11-20T15:04:19.000Z' },
+  ],
+  recording_url: `https://api.openline.example/v1/calls/${CALL_ID}/recording`,
+};
+
+const PLACEMENT = 'Checked in this order, each failure leaving no call behind: destination present and dialable '
+  + '(destination_missing, destination_invalid), numbers inside the credential\'s bounds (forbidden), destination rules '
+  + '(destination_blocked: emergency and short codes, premium and special-rate ranges, countries not allowed, demo keys '
+  + 'outside the sandbox), the caller ID held by the organization (call_id_not_verified) and ACTIVE (no_active_number), '
+  + 'the per-minute call rate (rate_limited), the daily spend cap (spend_cap_reached) and the channel limit '
+  + '(channel_limit_exceeded: calls never queue). Sandbox: the last four digits of a number choose its outcome (see the '
+  + 'Calls tag).';
 
 const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
   'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict'] as const;
@@ -80,13 +113,21 @@ function accepted(c: { id: string; from_number: string }) {
 export const callRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/calls/dial', scope: 'calls:write', tag: 'Calls',
-    summary: 'Bridge call: ring connect_number (your phone), then to_number, then connect them. The called party sees only from_number.',
+    summary: 'Place a bridge call',
+    description: 'Places a bridge call: connect_number (your phone) is rung first; once it answers, to_number is rung '
+      + 'showing from_number, and the two are connected. Answers 202 with the call QUEUED; progress (RINGING, ANSWERED, '
+      + 'the terminal status) shows on GET /v1/calls/{id} and in call webhooks. Holds 2 channels until it ends. '
+      + PLACEMENT,
+    examples: {
+      request: { from_number: '+14155550123', to_number: '+12125550187', connect_number: '+13125550142', record: true },
+      response: { data: ACCEPTED_EXAMPLE },
+    },
     body: Type.Object({
       from_number: Type.Optional(Number164('Caller ID: an active E.164 number of your organization. Wins over number_set_id.')),
-      number_set_id: Type.Optional(Type.String({ description: 'Caller-ID selection from a Number Set (not available yet).' })),
+      number_set_id: Type.Optional(Type.String({ description: 'Caller-ID selection from a Number Set (not available yet: validation_error when given alone).' })),
       to_number: Type.Optional(Number164('The called party (E.164).')),
-      connect_number: Type.Optional(Number164('The phone rung first and bridged to to_number (E.164).')),
-      record: Type.Optional(Type.Boolean({ default: false })),
+      connect_number: Type.Optional(Number164('The phone rung first and bridged to to_number (E.164); required.')),
+      record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: Accepted }), description: 'Accepted; the call progresses asynchronously.' },
     errors: [...CALL_ERRORS],
@@ -103,24 +144,34 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/calls', scope: 'calls:write', tag: 'Calls',
-    summary: 'AI outbound call: the agent talks to to_number. caller_id/destination are the deprecated spelling of from_number/to_number.',
+    summary: 'Place an AI call',
+    description: 'Places an AI call: to_number is rung showing from_number and, once answered, the agent (a saved '
+      + 'agent_id, or inline agent settings) speaks its greeting and holds the conversation; the transcript is available '
+      + 'when it ends. Answers 202 with the call QUEUED. Holds 1 channel until it ends. The older spelling caller_id / '
+      + 'destination still works, answered with Deprecation, Sunset and Link rel="sunset" headers; mixing both '
+      + 'spellings of one field is a validation_error. ' + PLACEMENT,
+    examples: {
+      request: { from_number: '+14155550123', to_number: '+12125550187', agent_id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70' },
+      response: { data: { ...ACCEPTED_EXAMPLE, to_number: '+12125550187', agent_id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70' } },
+    },
     body: Type.Object({
       from_number: Type.Optional(Number164('Caller ID: an active E.164 number of your organization.')),
       to_number: Type.Optional(Number164('The called party (E.164).')),
       caller_id: Type.Optional(Number164('Deprecated spelling of from_number.', { deprecated: true })),
       destination: Type.Optional(Number164('Deprecated spelling of to_number.', { deprecated: true })),
-      agent_id: Type.Optional(Type.String({ description: 'A saved agent (GET /v1/agents).' })),
+      agent_id: Type.Optional(Type.String({ description: 'A saved agent (GET /v1/agents). Give this or agent, not both.' })),
       agent: Type.Optional(Type.Object({
-        name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-        greeting: Type.String({ minLength: 1, maxLength: 1000 }),
-        prompt: Type.Optional(Type.String({ maxLength: 20000 })),
-        voice: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Shown on the call record.' })),
+        greeting: Type.String({ minLength: 1, maxLength: 1000, description: 'First sentence the agent speaks when answered.' }),
+        prompt: Type.Optional(Type.String({ maxLength: 20000, description: 'Instructions for the conversation.' })),
+        voice: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Voice name of the speech engine (default "neutral").' })),
       }, { additionalProperties: false, description: 'Inline agent settings instead of agent_id.' })),
-      record: Type.Optional(Type.Boolean({ default: false })),
+      record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
     }, { additionalProperties: false }),
     response: {
       status: 202, description: 'Accepted; the call progresses asynchronously.',
-      schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String(), agent_id: Nullable(Type.String()) }) }),
+      schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String({ description: 'The called party (E.164).' }),
+        agent_id: Nullable(Type.String(), 'The saved agent used; null for inline settings.') }, { description: 'The accepted call.' }) }),
     },
     errors: [...CALL_ERRORS],
     handler: async (ctx) => {
@@ -148,9 +199,12 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls', scope: 'calls:read', tag: 'Calls',
-    summary: 'Calls of the organization, newest first (order=asc for oldest first).',
+    summary: 'List calls',
+    description: 'Lists the organization\'s calls of every type, newest first; paginated with limit, order and cursor. '
+      + 'recording_url is included only for credentials with recordings:read. Read-only.',
+    examples: { response: { data: [CALL_EXAMPLE], meta: { cursor: 'eyJsIjoiY2FsbHMiLCJrIjoiMDE5M2E0ZDAifQ.q7Xv2', page_size: 1 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Call), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Call, { description: 'The calls, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
       const rows = await listCalls(deps.db, principal.organizationId, page);
@@ -161,7 +215,11 @@ export const callRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'One call record.',
+    method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'Read a call',
+    description: 'Answers one call with its status, outcome, timings, cost and legs. Poll it (or subscribe to call '
+      + 'webhooks) to follow a call: QUEUED, RINGING, ANSWERED, then COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED or '
+      + 'CANCELED. Read-only.',
+    examples: { response: { data: CALL_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Call }) },
     handler: async ({ deps, principal, params, baseUrl }) => {
@@ -174,18 +232,37 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls/{id}/transcript', scope: 'transcripts:read', tag: 'Calls',
-    summary: 'Transcript and a small analysis of a call; 403 content_policy_forbidden under a HIPAA content policy.',
+    summary: 'Read a call\'s transcript',
+    description: 'Answers the call\'s transcript (turns with speaker and offset) and a small analysis, once the call '
+      + 'ended. status is available, pending (the call is live) or unavailable, with reason saying why there is none. '
+      + 'AI calls always have one once answered; bridge calls only when recorded. Under a HIPAA content policy the '
+      + 'answer is content_policy_forbidden. Read-only; needs transcripts:read.',
+    examples: { response: { data: {
+      call_id: CALL_ID, status: 'available', reason: null, language: 'en-US',
+      turns: [
+        { speaker: 'agent', text: 'Hi, this is Acme Dental calling to confirm your appointment tomorrow at 10 AM.', offset_seconds: 0.4 },
+        { speaker: 'callee', text: 'Yes, that works, thank you.', offset_seconds: 5.1 },
+      ],
+      analysis: { summary: 'The patient confirmed the appointment.', sentiment: 'positive', turn_count: 2, talk_seconds: 10,
+        ended_by: 'remote_hangup', keywords: ['appointment', 'confirm'] },
+    } } },
     params: IdParams,
     response: {
       status: 200,
       schema: Type.Object({ data: Type.Object({
-        call_id: Type.String(),
-        status: Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('unavailable')]),
-        reason: Nullable(Type.String({ description: 'Why there is none: in_progress, not_answered, not_recorded (a bridge call without record), not_available (the carrier produced none).' })),
-        language: Nullable(Type.String()),
-        turns: Type.Array(Type.Object({ speaker: Type.String(), text: Type.String(), offset_seconds: Type.Number() })),
-        analysis: Nullable(Type.Object({}, { additionalProperties: true })),
-      }) }),
+        call_id: Type.String({ description: 'The call id.' }),
+        status: Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('unavailable')],
+          { description: 'available; pending while the call is live; unavailable when there will be none.' }),
+        reason: Nullable(Type.String(), 'Why there is none: in_progress, not_answered, not_recorded (a bridge call without record), not_available (the carrier produced none); null when available.'),
+        language: Nullable(Type.String(), 'BCP 47 language of the transcript; null when there is none.'),
+        turns: Type.Array(Type.Object({
+          speaker: Type.String({ description: 'agent, caller (your side of a bridge) or callee (the called party).' }),
+          text: Type.String({ description: 'What was said.' }),
+          offset_seconds: Type.Number({ description: 'Seconds from the answer to the start of the turn.' }),
+        }, { description: 'One turn of the conversation.' }), { description: 'The conversation, in order; empty when there is none.' }),
+        analysis: Nullable(Type.Object({}, { additionalProperties: true }), 'summary, sentiment (positive, neutral, negative), '
+          + 'turn_count, talk_seconds, ended_by and keywords; null when there is no transcript.'),
+      }, { description: 'The transcript.' }) }),
     },
     errors: ['content_policy_forbidden'],
     handler: async ({ deps, principal, params }) => {
@@ -205,9 +282,13 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/calls/{id}/recording', scope: 'recordings:read', tag: 'Calls',
-    summary: 'The call recording as audio/wav (G.711 μ-law, 8 kHz); 404 when the call has none, 403 content_policy_forbidden '
-      + 'under a HIPAA content policy. Byte ranges (Range: bytes=) answer 206, a range past the end 416; 503 with Retry-After '
-      + 'when the gateway already streams its maximum of recordings.',
+    summary: 'Download a call recording',
+    description: 'Streams the recording of a call placed with record: true, once it was answered and has ended: WAV, '
+      + 'G.711 μ-law, mono, 8 kHz, lasting exactly the talk time. Accepts one byte range (Range: bytes=a-b, a- or -n) '
+      + 'answered 206 with Content-Range; a range starting past the end is 416; several or malformed ranges are '
+      + 'ignored (200, whole file). not_found when the call has no recording (not recorded, not answered, not ended). '
+      + 'Under a HIPAA content policy: content_policy_forbidden. When this gateway already streams its maximum of '
+      + 'recordings (RECORDING_STREAMS_MAX): service_unavailable with Retry-After: 1. Needs recordings:read.',
     params: IdParams,
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
     errors: ['content_policy_forbidden', 'service_unavailable'],
@@ -225,7 +306,13 @@ export const callRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/calls/{id}/hangup', scope: 'calls:write', tag: 'Calls',
-    summary: 'End a call (mode hangup), or cancel one that has not originated (setup_failed, cancel_setup). Ending an ended call returns its status.',
+    summary: 'End or cancel a call',
+    description: 'mode=hangup (default) ends the call in any live state: QUEUED or RINGING becomes CANCELED, ANSWERED '
+      + 'becomes COMPLETED (disconnection_reason api_hangup), and every leg is hung up. mode=setup_failed or cancel_setup '
+      + 'cancels only a call not yet originated (CANCELED, call_outcome connection_unconfirmed, its browser ticket '
+      + 'revoked); a call already dialed is left running (result already_originated). On an ended call every mode '
+      + 'answers its current status with result already_ended. No body.',
+    examples: { response: { data: { call_id: CALL_ID, status: 'COMPLETED', mode: 'hangup', result: 'ended' } } },
     params: IdParams,
     query: Type.Object({
       mode: Type.Optional(Type.Union(HANGUP_MODES.map((m) => Type.Literal(m)), { default: 'hangup',
@@ -234,9 +321,11 @@ export const callRoutes: Plugin = (routes) => {
     response: {
       status: 200,
       schema: Type.Object({ data: Type.Object({
-        call_id: Type.String(), status: Type.String(), mode: Type.String(),
-        result: Type.String({ description: 'ended, canceled, already_ended, or already_originated (setup modes left the call running)' }),
-      }) }),
+        call_id: Type.String({ description: 'The call id.' }),
+        status: Type.String({ description: 'The call\'s status after the request.' }),
+        mode: Type.String({ description: 'The mode applied.' }),
+        result: Type.String({ description: 'ended, canceled, already_ended, or already_originated (setup modes left the call running).' }),
+      }, { description: 'What the request did.' }) }),
     },
     handler: async ({ deps, principal, params, query }) => {
       const mode = (query.mode ?? 'hangup') as HangupMode;

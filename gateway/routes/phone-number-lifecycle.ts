@@ -7,35 +7,44 @@ import { callRuntime } from '../../shared/calls/runtime.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
-import { PhoneNumber } from './phone-numbers.ts';
+import { PHONE_NUMBER_EXAMPLE, PhoneNumber } from './phone-numbers.ts';
 import { Nullable } from './schemas.ts';
 
 
 const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
-  status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')]),
-  area_code: Type.String(),
-  activated_at: Nullable(Type.String({ format: 'date-time' })),
-  released_at: Nullable(Type.String({ format: 'date-time' })),
-})]);
+  status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')],
+    { description: 'PROVISIONING (bought, not usable yet), ACTIVE (places calls), RELEASED (given back; kept as history).' }),
+  area_code: Type.String({ description: 'The three-digit area code.' }),
+  activated_at: Nullable(Type.String({ format: 'date-time' }), 'When the number turned ACTIVE; null before.'),
+  released_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was released; null while held.'),
+})], { description: 'A phone number with its lifecycle status.' });
+
+const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, status: 'ACTIVE', area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
 
 const AvailableNumber = Type.Object({
-  phone_number: Type.String({ description: 'E.164' }),
-  area_code: Type.String(),
-  iso_country: Type.String(),
-  provider: Type.String(),
-});
+  phone_number: Type.String({ description: 'The number in E.164 form; pass it to POST /v1/phone-numbers.' }),
+  area_code: Type.String({ description: 'The three-digit area code.' }),
+  iso_country: Type.String({ description: 'ISO 3166-1 alpha-2 country of the number.' }),
+  provider: Type.String({ description: 'The carrier the number would live on.' }),
+}, { description: 'A number free to buy.' });
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The number\'s id.' }) });
 
 export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/phone-numbers/available', scope: 'phone_numbers:read', tag: 'Phone Numbers',
-    summary: 'Purchasable sandbox numbers (never one held by any organization).',
+    summary: 'Search purchasable numbers',
+    description: 'Answers up to limit numbers of the sandbox inventory (+1 NXX 555 XXXX in the sandbox area codes) that '
+      + 'no organization holds now, optionally of one area_code. Nothing is reserved: a number listed here can be bought '
+      + 'by another organization first (then the purchase answers number_unavailable). Read-only.',
+    examples: { response: { data: [{ phone_number: '+14155550123', area_code: '415', iso_country: 'US', provider: 'sandbox' }], meta: { page_size: 20 } } },
     query: Type.Object({
-      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$', description: 'Three-digit sandbox area code' })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })),
+      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$', description: 'Only numbers of this three-digit sandbox area code '
+        + '(415, 212, 312, 206, 617, 512, 303, 404, 305, 702).' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20, description: 'How many numbers to answer, 1 to 100.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(AvailableNumber), meta: Type.Object({ page_size: Type.Integer() }) }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(AvailableNumber, { description: 'Numbers free to buy.' }),
+      meta: Type.Object({ page_size: Type.Integer({ description: 'The limit used.' }) }, { description: 'Paging information.' }) }) },
     handler: async ({ deps, query }) => {
       const limit = query.limit ?? 20;
       return { status: 200, body: { data: await availableNumbers(deps.db, query.area_code, limit), meta: { page_size: limit } } };
@@ -44,12 +53,21 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/phone-numbers', scope: 'phone_numbers:write', tag: 'Phone Numbers',
-    summary: 'Buy a number (exact phone_number, or any free one of area_code). 202: it is PROVISIONING; it turns ACTIVE '
-      + 'asynchronously and number_purchased fires.',
+    summary: 'Buy a number',
+    description: 'Buys one number for the organization: the exact phone_number, or any free number of area_code. The '
+      + 'number is held at once (status PROVISIONING, is_active false) and turns ACTIVE asynchronously, within seconds on '
+      + 'the sandbox, when the number_purchased webhook fires. A PROVISIONING number cannot place calls yet '
+      + '(no_active_number). A number held by any organization answers number_unavailable.',
+    examples: {
+      request: { phone_number: '+14155550123', name: 'Front desk' },
+      response: { data: { ...DETAIL_EXAMPLE, status: 'PROVISIONING', is_active: false, activated_at: null } },
+    },
     body: Type.Object({
-      phone_number: Type.Optional(Type.String({ maxLength: 16, description: 'E.164, from GET /v1/phone-numbers/available' })),
-      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$' })),
-      name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+      phone_number: Type.Optional(Type.String({ maxLength: 16, description: 'The exact number to buy (E.164), from GET '
+        + '/v1/phone-numbers/available. Give this or area_code, not both.' })),
+      area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$', description: 'Buy any free number of this sandbox area code. '
+        + 'Give this or phone_number, not both.' })),
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label for the number.' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
     errors: ['number_unavailable'],
@@ -69,7 +87,10 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:read', tag: 'Phone Numbers',
-    summary: 'One of the organization\'s numbers with its lifecycle status (released numbers stay readable).',
+    summary: 'Read a phone number',
+    description: 'Answers one number the organization holds or held, with its lifecycle status (PROVISIONING, ACTIVE or '
+      + 'RELEASED) and when it was activated and released. Read-only.',
+    examples: { response: { data: DETAIL_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     handler: async ({ deps, principal, params }) => ({
@@ -79,7 +100,12 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'DELETE', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:write', tag: 'Phone Numbers',
-    summary: 'Release a number: status RELEASED, number_released fires, the record is kept as history.',
+    summary: 'Release a number',
+    description: 'Gives the number back: its status becomes RELEASED (is_active false), the number_released webhook fires '
+      + 'and calls still QUEUED with it as caller ID are canceled (call_outcome connection_unconfirmed, '
+      + 'disconnection_reason caller_id_released); calls already ringing or answered go on. The record stays readable. '
+      + 'Releasing a number that is already released answers not_found (retry with the same Idempotency-Key to get the first answer).',
+    examples: { response: { data: { ...DETAIL_EXAMPLE, status: 'RELEASED', is_active: false, released_at: '2026-11-21T09:30:00.000Z' } } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     handler: async (ctx) => {

@@ -1,12 +1,12 @@
 // GET /softphone (the browser softphone page) and its assets: static bytes read once at start-up from the SDK bundle
 // (dist/sdk, built on install or here when missing or stale), each with an ETag that answers 304 on a match.
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ensureSdkBuilt, SDK_DIST_DIR } from '../../infra/build-sdk.ts';
 import type { Config } from '../../shared/config.ts';
 import type { HttpGateway, RawReply } from '../http/server.ts';
+import { asset, escapeAttribute, serve, version } from '../http/static-asset.ts';
 
 /** Path of the softphone WebSocket on the signaling process, for the default URL when SIGNALING_PUBLIC_URL is unset. */
 export const SIGNALING_PATH = '/v1/softphone';
@@ -16,8 +16,6 @@ const PAGE_CSP = [
   "default-src 'none'", "script-src 'self'", "style-src 'self'", 'img-src data:', "media-src 'self' blob: mediastream:",
   "connect-src 'self' ws: wss:", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
 ].join('; ');
-
-interface Asset { body: Buffer; contentType: string; etag: string; headers: Record<string, string> }
 
 /** The default signaling URL written into the page; the page replaces "{host}" with its own host name. */
 export function signalingUrlFor(config: Config): string {
@@ -62,31 +60,4 @@ export async function registerSoftphone(gateway: HttpGateway, config: Config, lo
     .addRaw('GET', '/softphone/sdk.js', (req) => serve(js, req.headers))
     .addRaw('GET', '/softphone/sdk.js.map', (req) => serve(map, req.headers))
     .addRaw('GET', '/softphone/softphone.css', (req) => serve(css, req.headers));
-}
-
-function asset(body: Buffer, contentType: string, headers: Record<string, string>): Asset {
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
-  return { body, contentType, etag, headers: { ...headers, etag } };
-}
-
-function version(a: Asset): string {
-  return a.etag.slice(1, 13);
-}
-
-function serve(a: Asset, headers: Record<string, string>): RawReply {
-  if (matches(headers['if-none-match'], a.etag)) return { status: 304, contentType: a.contentType, body: '', headers: a.headers };
-  return { status: 200, contentType: a.contentType, body: a.body, headers: a.headers };
-}
-
-/** If-None-Match: "*" or a list of (possibly weak) tags; weak comparison, as RFC 9110 asks for GET. */
-function matches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  return header.split(',').some((t) => {
-    const tag = t.trim();
-    return tag === '*' || tag.replace(/^W\//, '') === etag;
-  });
-}
-
-function escapeAttribute(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }

@@ -10,46 +10,70 @@ import { ListMeta, Nullable } from './schemas.ts';
 
 
 const Subscription = Type.Object({
-  id: Type.String({ description: 'Fixed prefix whsub_' }),
-  webhook_url: Type.String({ format: 'uri' }),
-  event_type: Type.String(),
-  workflow_id: Nullable(Type.String()),
-  campaign_id: Nullable(Type.String()),
-  status: Type.Union([Type.Literal('active'), Type.Literal('disabled')], { description: 'disabled after the receiver answered 410 Gone' }),
-  disabled_reason: Nullable(Type.String()),
-  disabled_at: Nullable(Type.String({ format: 'date-time' })),
-  created_at: Type.String({ format: 'date-time' }),
-});
+  id: Type.String({ description: 'The subscription id (fixed prefix whsub_).' }),
+  webhook_url: Type.String({ format: 'uri', description: 'Where events are POSTed.' }),
+  event_type: Type.String({ description: 'The event type delivered to this URL.' }),
+  workflow_id: Nullable(Type.String(), 'Your own workflow reference, echoed back; null when not given.'),
+  campaign_id: Nullable(Type.String(), 'Your own campaign reference, echoed back; null when not given.'),
+  status: Type.Union([Type.Literal('active'), Type.Literal('disabled')],
+    { description: 'active, or disabled after the receiver answered 410 Gone (turn it back on with .../enable).' }),
+  disabled_reason: Nullable(Type.String(), 'Why it was disabled; null while active.'),
+  disabled_at: Nullable(Type.String({ format: 'date-time' }), 'When it was disabled; null while active.'),
+  created_at: Type.String({ format: 'date-time', description: 'When the subscription was created.' }),
+}, { description: 'A webhook subscription.' });
 
 const CreatedSubscription = Type.Composite([Subscription, Type.Object({
-  secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_...). Shown only in this response.' }),
-})]);
+  secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_...). Shown only in this response: store it.' }),
+})], { description: 'The new subscription with its signing secret.' });
 
 const DeliveryAttempt = Type.Object({
-  id: Type.Integer(),
-  webhook_id: Type.String({ description: 'Delivery id: the webhook-id header, the same on every retry' }),
-  event_id: Type.String({ format: 'uuid' }),
-  event_type: Type.String(),
-  attempt: Type.Integer({ minimum: 1 }),
-  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed')]),
-  response_status: Nullable(Type.Integer()),
-  latency_ms: Type.Integer(),
-  error: Nullable(Type.String()),
-  attempted_at: Type.String({ format: 'date-time' }),
-  next_attempt_at: Nullable(Type.String({ format: 'date-time' })),
-});
+  id: Type.Integer({ description: 'The attempt id.' }),
+  webhook_id: Type.String({ description: 'Delivery id: the webhook-id header, the same on every retry of one delivery.' }),
+  event_id: Type.String({ format: 'uuid', description: 'The event delivered.' }),
+  event_type: Type.String({ description: 'The event\'s type.' }),
+  attempt: Type.Integer({ minimum: 1, description: 'Which attempt of this delivery (1 to 14).' }),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed')],
+    { description: 'succeeded (a 2xx), retrying (another attempt is scheduled) or failed (no more attempts).' }),
+  response_status: Nullable(Type.Integer(), 'The receiver\'s HTTP status; null without a response.'),
+  latency_ms: Type.Integer({ description: 'How long the attempt took.' }),
+  error: Nullable(Type.String(), 'What went wrong (e.g. "HTTP 500", "timeout after 10000 ms"); null on success.'),
+  attempted_at: Type.String({ format: 'date-time', description: 'When the attempt was made.' }),
+  next_attempt_at: Nullable(Type.String({ format: 'date-time' }), 'When the next attempt is due; null when none is.'),
+}, { description: 'One delivery attempt.' });
 
-const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The subscription id (whsub_...).' }) });
+
+const SUB_EXAMPLE = {
+  id: 'whsub_4TqZ8mR2vN6xK1pLc9Wd3Ya', webhook_url: 'https://hooks.acme-dental.example/openline', event_type: 'call_completed',
+  workflow_id: null, campaign_id: 'spring-recall', status: 'active', disabled_reason: null, disabled_at: null,
+  created_at: '2026-11-20T15:04:05.000Z',
+};
+const ATTEMPT_EXAMPLE = {
+  id: 88231, webhook_id: 'msg_Hk3v9QxW2mZr7TnB5cLp0aYsE1d', event_id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a60',
+  event_type: 'call_completed', attempt: 2, outcome: 'retrying', response_status: 500, latency_ms: 184, error: 'HTTP 500',
+  attempted_at: '2026-11-20T15:10:15.000Z', next_attempt_at: '2026-11-20T15:10:35.000Z',
+};
 
 export const webhookRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/api/v1/webhook_subscriptions', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Subscribe a URL to one event type. Answers the id and the signing secret (shown once).',
+    summary: 'Subscribe a URL to an event type',
+    description: 'Creates an active subscription: from now on each event of event_type in the organization is POSTed '
+      + 'to webhook_url (at least once; dedupe on the webhook-id header), signed with the returned secret per Standard '
+      + 'Webhooks. Several URLs may subscribe to one event type (each gets its own delivery); the same URL only once per '
+      + 'event type (subscription_exists). At most 100 live subscriptions per organization (subscription_limit_exceeded). '
+      + 'Failed deliveries are retried 14 times over about 23 hours; a 410 Gone disables the subscription.',
+    examples: {
+      request: { webhook_url: SUB_EXAMPLE.webhook_url, event_type: 'call_completed', campaign_id: 'spring-recall' },
+      response: { data: { ...SUB_EXAMPLE, secret: 'whsec_MfKQ9r8GKYqXWlRZoT1o0cEl3vWxY2dKzJ7bNQm4Hsw=' } },
+    },
     body: Type.Object({
-      webhook_url: Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS URL of a public receiver' }),
-      event_type: Type.String({ minLength: 1, maxLength: 100, description: `One of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}` }),
-      workflow_id: Type.Optional(Type.String({ maxLength: 200 })),
-      campaign_id: Type.Optional(Type.String({ maxLength: 200 })),
+      webhook_url: Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS URL of a public receiver: no user name '
+        + 'or password, and a host that is or resolves only to globally reachable addresses (no loopback, private or '
+        + 'metadata address).' }),
+      event_type: Type.String({ minLength: 1, maxLength: 100, description: `The event to deliver, by its exact (case-sensitive) name, one of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}` }),
+      workflow_id: Type.Optional(Type.String({ maxLength: 200, description: 'Your own workflow reference, echoed back.' })),
+      campaign_id: Type.Optional(Type.String({ maxLength: 200, description: 'Your own campaign reference, echoed back.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
     errors: ['subscription_exists', 'subscription_limit_exceeded'],
@@ -62,9 +86,13 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'The organization\'s webhook subscriptions, newest first.',
-    query: Type.Object({ ...PageQuery, event_type: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Subscription), meta: ListMeta }) },
+    summary: 'List webhook subscriptions',
+    description: 'Lists the organization\'s subscriptions (active and disabled, not deleted), newest first, optionally '
+      + 'of one event_type; paginated with limit, order and cursor. Secrets are never shown again. Read-only.',
+    examples: { response: { data: [SUB_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
+    query: Type.Object({ ...PageQuery, event_type: Type.Optional(Type.String({ maxLength: 100, description: 'Only subscriptions to this event type.' })) },
+      { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Subscription, { description: 'The subscriptions, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('webhook_subscriptions', query);
       const { rows, total } = await listSubscriptions(deps.db, principal.organizationId, page, query.event_type);
@@ -75,7 +103,9 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'One webhook subscription (without its secret).',
+    summary: 'Read a webhook subscription',
+    description: 'Answers one subscription of the organization, without its secret. A deleted subscription is not_found. Read-only.',
+    examples: { response: { data: SUB_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Subscription }) },
     handler: async ({ deps, principal, params }) => ({
@@ -85,7 +115,9 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'DELETE', path: '/api/v1/webhook_subscriptions/{id}', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Remove a subscription: nothing more is delivered to it, pending retries included.',
+    summary: 'Delete a webhook subscription',
+    description: 'Deletes the subscription: no further event is delivered to it, and retries still pending are dropped. '
+      + 'It disappears from list and read (not_found), but its attempt log stays readable at .../deliveries. Answers 204.',
     params: IdParams,
     response: { status: 204, description: 'No Content' },
     handler: async (ctx) => {
@@ -97,7 +129,11 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/api/v1/webhook_subscriptions/{id}/enable', scope: 'webhooks:write', tag: 'Webhooks',
-    summary: 'Turn a subscription disabled by a 410 back on. Later events are delivered; those in between are not.',
+    summary: 'Re-enable a disabled subscription',
+    description: 'Sets a disabled subscription active again once its receiver is back; the URL is checked again against '
+      + 'the URL rule (validation_error with fields.webhook_url otherwise). Events from then on are delivered; those '
+      + 'that occurred while it was disabled are not replayed. On an active subscription it changes nothing.',
+    examples: { response: { data: SUB_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Subscription }) },
     handler: async (ctx) => {
@@ -109,11 +145,15 @@ export const webhookRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}/deliveries', scope: 'webhooks:read', tag: 'Webhooks',
-    summary: 'Every delivery attempt to this subscription, newest first (status, latency, error, next retry).',
+    summary: 'List delivery attempts',
+    description: 'Lists the attempt log of the subscription, newest first, optionally of one delivery (webhook_id): '
+      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due. Readable also '
+      + 'after the subscription was deleted; kept EVENTS_RETENTION_DAYS (30 by default). Read-only.',
+    examples: { response: { data: [ATTEMPT_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     params: IdParams,
     query: Type.Object({ ...PageQuery, webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })) },
       { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt, { description: 'The attempts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, params, query }) => {
       const page = deps.cursors.params('webhook_deliveries', query);
       const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, query.webhook_id);
