@@ -110,7 +110,7 @@ try {
   console.log(`bench:signaling — ${TICKETS} + ${MEDIA_TICKETS} tickets, concurrency ${CONCURRENCY}, load average ${load}`);
 
   let tokens = await issue(TICKETS);
-  const sig = env.spawn('signaling', { SIGNALING_MEDIA: 'off', LOG_LEVEL: 'warn' });
+  const sig = env.spawn('signaling', { SIGNALING_MEDIA: 'off' });
   await sig.ready();
   await phase('signaling only', softphoneUrl(sig), tokens);
   await sig.kill('SIGTERM');
