@@ -13,6 +13,7 @@
 //      also creates the call's mediasoup router before `welcome` (no transports: the browser's negotiation is
 //      not part of it).
 // Target: >= 1,000 redemptions/s (phase 1).
+import { readFileSync } from 'node:fs';
 import { WebSocket } from 'undici';
 import { callOrg } from '../test/calls/helpers.ts';
 import { testEnv, type TestEnv, type Proc } from '../test/helpers/env.ts';
@@ -75,7 +76,19 @@ function redeem(url: string, token: string): Promise<{ helloMs: number; totalMs:
   });
 }
 
-async function phase(name: string, url: string, tokens: string[]) {
+/** CPU seconds a process has used so far (utime + stime from /proc). */
+function cpuSeconds(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+async function phase(name: string, url: string, tokens: string[], pid: number) {
+  const sigCpu0 = cpuSeconds(pid);
+  const selfCpu0 = process.cpuUsage();
   const sockets: WebSocket[] = [];
   const hello: number[] = [];
   const total: number[] = [];
@@ -97,10 +110,13 @@ async function phase(name: string, url: string, tokens: string[]) {
   }));
   const seconds = (performance.now() - start) / 1000;
   const ok = hello.length;
+  const sigCpu = cpuSeconds(pid) - sigCpu0;
+  const self = process.cpuUsage(selfCpu0);
   console.log(`${name}: ${ok} redemptions (${failed} failed) in ${seconds.toFixed(2)} s = ${(ok / seconds).toFixed(0)} redemptions/s; ` +
     `hello→welcome p50 ${pct(hello, 50).toFixed(1)} ms, p99 ${pct(hello, 99).toFixed(1)} ms; ` +
     `connect+hello→welcome p50 ${pct(total, 50).toFixed(1)} ms, p99 ${pct(total, 99).toFixed(1)} ms ` +
-    `(concurrency ${Math.min(CONCURRENCY, tokens.length)})`);
+    `(concurrency ${Math.min(CONCURRENCY, tokens.length)}); CPU: signaling ${(100 * sigCpu / seconds).toFixed(0)} % of a core ` +
+    `(${(1000 * sigCpu / ok).toFixed(2)} ms per redemption), this client ${(100 * (self.user + self.system) / 1e6 / seconds).toFixed(0)} %`);
   for (const ws of sockets) ws.close();
   return ok / seconds;
 }
@@ -112,7 +128,7 @@ try {
   let tokens = await issue(TICKETS);
   const sig = env.spawn('signaling', { SIGNALING_MEDIA: 'off' });
   await sig.ready();
-  await phase('signaling only', softphoneUrl(sig), tokens);
+  await phase('signaling only', softphoneUrl(sig), tokens, sig.child.pid!);
   await sig.kill('SIGTERM');
 
   if (MEDIA_TICKETS > 0) {
@@ -122,7 +138,7 @@ try {
     tokens = await issue(MEDIA_TICKETS);
     const sigM = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
     await sigM.ready();
-    await phase('with media (router per call)', softphoneUrl(sigM), tokens);
+    await phase('with media (router per call)', softphoneUrl(sigM), tokens, sigM.child.pid!);
     await sigM.kill('SIGTERM');
     await media.kill('SIGTERM');
   }
