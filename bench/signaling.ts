@@ -129,6 +129,7 @@ try {
   const sig = env.spawn('signaling', { SIGNALING_MEDIA: 'off' });
   await sig.ready();
   await phase('signaling only', softphoneUrl(sig), tokens, sig.child.pid!);
+  for (const l of sig.output.split('\n')) if (l.includes('TIMING')) console.log(l);
   await sig.kill('SIGTERM');
 
   if (MEDIA_TICKETS > 0) {
