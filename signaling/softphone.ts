@@ -265,6 +265,8 @@ export class Softphone {
         return;
       }
       if (!s.open) return this.onClosed(s);
+      // The call ended while its router was made (its `ended` went out already): nothing holds the session now.
+      if (this.byCall.get(call.id) !== s) return this.closeMedia(s);
     }
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
