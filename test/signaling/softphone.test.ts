@@ -199,7 +199,7 @@ t.test('room token (path B): the service placed the call; the browser attaches, 
   await p.frame('answered');
   t.same(p.types().slice(0, 3), ['welcome', 'ringing', 'answered']);
   p.send({ type: 'transport', direction: 'send' });
-  t.match(await p.frame('error'), { code: 'media_unavailable' }, 'media messages are defined, answered until media is wired');
+  t.match(await p.frame('error'), { code: 'media_unavailable' }, 'signaling only (SIGNALING_MEDIA=off): media messages answer media_unavailable');
   t.equal(p.closed, null, 'not fatal');
   p.send({ type: 'hangup' });
   t.match(await p.frame('ended'), { status: 'COMPLETED', disconnection_reason: 'api_hangup' });
