@@ -80,10 +80,12 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
       return { connected: true };
     } },
     { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/produce$/, handler: ([id]) => async (_req, body) => {
-      return sessions.get(id).produce(validate.produce(body).rtpParameters);
+      const b = validate.produce(body);
+      return sessions.get(id).produce(b.rtpParameters, b.transportId);
     } },
     { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/consume$/, handler: ([id]) => async (_req, body) => {
-      return sessions.get(id).consume(validate.consume(body).rtpCapabilities);
+      const b = validate.consume(body);
+      return sessions.get(id).consume(b.rtpCapabilities, b.transportId);
     } },
     { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/consumer\/resume$/, handler: ([id]) => async () => {
       await sessions.get(id).resumeConsumer();

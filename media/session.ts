@@ -34,9 +34,13 @@ const FAR_END_RTP_CAPABILITIES: types.RtpCapabilities = {
 /** The carrier leg listens on loopback: its only peer today is the in-process sandbox far end. */
 const CARRIER_LISTEN_IP = '127.0.0.1';
 
-type BrowserTransport =
+type BrowserTransport = (
   | { type: 'webrtc'; transport: types.WebRtcTransport }
-  | { type: 'plain'; transport: types.PlainTransport };
+  | { type: 'plain'; transport: types.PlainTransport }
+) & { connected: boolean };
+
+/** A browser (mediasoup-client) runs one RTCPeerConnection per direction: a send and a recv WebRtcTransport. */
+const MAX_WEBRTC_TRANSPORTS = 2;
 
 interface SessionEvents {
   closed: [SessionCloseReason];
@@ -45,8 +49,8 @@ interface SessionEvents {
 export class MediaSession extends EventEmitter<SessionEvents> {
   readonly createdAt = new Date();
   closed = false;
-  private browser: BrowserTransport | null = null;
-  private browserConnected = false;
+  /** The browser's transports, in creation order: one plain, or up to two WebRTC (send and recv). */
+  private browsers: BrowserTransport[] = [];
   private browserProducer: types.Producer | null = null;
   private browserConsumer: types.Consumer | null = null;
   private carrierConsumer: types.Consumer | null = null;
@@ -98,11 +102,16 @@ export class MediaSession extends EventEmitter<SessionEvents> {
 
   createBrowserTransport(type: 'webrtc' | 'plain'): Promise<BrowserTransportCreated> {
     return this.serial(async () => {
-      if (this.browser) throw new ControlError('conflict', 'the session already has a browser transport');
+      const first = this.browsers[0];
+      if (first && (type === 'plain' || first.type === 'plain' || this.browsers.length >= MAX_WEBRTC_TRANSPORTS)) {
+        throw new ControlError('conflict', this.browsers.length >= MAX_WEBRTC_TRANSPORTS || first.type === 'webrtc'
+          ? 'the session already has its browser transports (one plain, or a send and a recv WebRTC transport)'
+          : 'the session already has a browser transport');
+      }
       const listenIp = { ip: this.settings.listenIp, announcedIp: this.settings.announcedIp ?? undefined };
       if (type === 'webrtc') {
         const transport = await this.router.createWebRtcTransport({ listenIps: [listenIp], enableUdp: true, enableTcp: true, preferUdp: true });
-        this.browser = { type, transport };
+        this.browsers.push({ type, transport, connected: false });
         return {
           type, id: transport.id,
           iceParameters: transport.iceParameters as unknown as MediasoupObject,
@@ -111,15 +120,15 @@ export class MediaSession extends EventEmitter<SessionEvents> {
         };
       }
       const transport = await this.router.createPlainTransport({ listenIp, rtcpMux: true, comedia: false });
-      this.browser = { type, transport };
+      this.browsers.push({ type, transport, connected: false });
       return { type, id: transport.id, ip: this.settings.announcedIp ?? transport.tuple.localIp, port: transport.tuple.localPort };
     });
   }
 
-  connectBrowserTransport(params: { dtlsParameters: unknown } | { ip: string; port: number }): Promise<void> {
+  connectBrowserTransport(params: ({ dtlsParameters: unknown } | { ip: string; port: number }) & { transportId?: string }): Promise<void> {
     return this.serial(async () => {
-      const browser = this.requireBrowser();
-      if (this.browserConnected) throw new ControlError('conflict', 'the browser transport is connected already');
+      const browser = this.requireBrowser(params.transportId);
+      if (browser.connected) throw new ControlError('conflict', 'the browser transport is connected already');
       if (browser.type === 'webrtc') {
         if (!('dtlsParameters' in params)) throw new ControlError('validation_error', 'a webrtc transport connects with dtlsParameters', { dtlsParameters: 'is required' });
         await browser.transport.connect({ dtlsParameters: params.dtlsParameters as types.DtlsParameters });
@@ -127,13 +136,13 @@ export class MediaSession extends EventEmitter<SessionEvents> {
         if (!('ip' in params)) throw new ControlError('validation_error', 'a plain transport connects with ip and port', { ip: 'is required', port: 'is required' });
         await browser.transport.connect({ ip: params.ip, port: params.port });
       }
-      this.browserConnected = true;
+      browser.connected = true;
     });
   }
 
-  produce(rtpParameters: unknown): Promise<Produced> {
+  produce(rtpParameters: unknown, transportId?: string): Promise<Produced> {
     return this.serial(async () => {
-      const browser = this.requireBrowser();
+      const browser = this.requireBrowser(transportId);
       if (this.browserProducer) throw new ControlError('conflict', 'the browser already produces audio in this session');
       this.browserProducer = await browser.transport.produce({ kind: 'audio', rtpParameters: rtpParameters as types.RtpParameters });
       try {
@@ -147,9 +156,9 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     });
   }
 
-  consume(rtpCapabilities: unknown): Promise<Consumed> {
+  consume(rtpCapabilities: unknown, transportId?: string): Promise<Consumed> {
     return this.serial(async () => {
-      const browser = this.requireBrowser();
+      const browser = this.requireBrowser(transportId);
       if (this.browserConsumer) throw new ControlError('conflict', 'the browser already consumes the far end in this session');
       const caps = rtpCapabilities as types.RtpCapabilities;
       if (!this.router.canConsume({ producerId: this.carrierProducer.id, rtpCapabilities: caps })) {
@@ -194,7 +203,7 @@ export class MediaSession extends EventEmitter<SessionEvents> {
   }
 
   summary(): SessionSummary {
-    const b = this.browser;
+    const b = this.browsers[0];
     return {
       callId: this.callId,
       routerId: this.router.id,
@@ -251,9 +260,13 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     }
   }
 
-  private requireBrowser(): BrowserTransport {
-    if (!this.browser) throw new ControlError('conflict', 'the session has no browser transport yet: create it first');
-    return this.browser;
+  /** The browser transport named by id, or the first one when none is named. */
+  private requireBrowser(transportId?: string): BrowserTransport {
+    if (!this.browsers.length) throw new ControlError('conflict', 'the session has no browser transport yet: create it first');
+    if (transportId === undefined) return this.browsers[0];
+    const found = this.browsers.find((b) => b.transport.id === transportId);
+    if (!found) throw new ControlError('validation_error', 'no browser transport of this session has this id', { transportId: 'is not a browser transport of this session' });
+    return found;
   }
 
   private serial<T>(op: () => Promise<T>): Promise<T> {

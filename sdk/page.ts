@@ -9,6 +9,8 @@ export interface SoftphoneHandle {
   readonly callId: string | null;
   /** The error that ended the last call, if one did. */
   readonly error: SoftphoneError | null;
+  /** How the last call ended (the server's end report and the error), null until it has. */
+  readonly ended: EndedDetail | null;
   /** Dials with the given token (or the one in the field). */
   start(token?: string): Promise<void>;
   hangup(): Promise<void>;
@@ -75,13 +77,15 @@ export function mountPage(root: HTMLElement): SoftphoneHandle {
 
   startButton.addEventListener('click', () => { void start().catch((e) => showError({ code: 'start_failed', message: e.message })); });
   hangupButton.addEventListener('click', () => { void phone?.hangup(); });
-  // Leaving the page ends the call rather than leaving the far end talking to nobody.
-  addEventListener('pagehide', () => { void phone?.hangup(); });
+  // Leaving the page drops the call rather than leaving the far end talking to nobody: the socket closes (an
+  // abandoned setup before the answer, a normal end after it).
+  addEventListener('pagehide', () => { phone?.leave(); });
 
   const handle: SoftphoneHandle = {
     get state() { return phone?.state ?? 'idle'; },
     get callId() { return phone?.callId ?? null; },
     get error() { return phone?.ended?.error ?? null; },
+    get ended() { return phone?.ended ?? null; },
     start,
     hangup: async () => { await phone?.hangup(); },
     stats: async () => (phone ? phone.stats() : { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 }),

@@ -1,7 +1,6 @@
-// The SDK side of the softphone signaling protocol, draft v1: JSON text frames over one WebSocket.
-// Every message type and field name the browser sends or reads lives in this file and nowhere else, so adapting the
-// SDK to the signaling service's final protocol means editing this module only. The rest of the SDK speaks the
-// neutral types below.
+// The SDK side of the softphone signaling protocol v1 (signaling/protocol.ts is the server's side; README "The
+// softphone WebSocket, protocol v1"): JSON text frames over one WebSocket. Every message type and field name the
+// browser sends or reads lives in this file and nowhere else; the rest of the SDK speaks the neutral types below.
 
 export const PROTOCOL_VERSION = 1;
 
@@ -29,17 +28,25 @@ export interface EndSummary {
   callOutcome: string | null;
   failureCode: string | null;
   failureCategory: string | null;
+  disconnectionReason: string | null;
   durationSeconds: number | null;
 }
 
+/** Media requests carry an `id` that their reply (or an `error` about them) echoes. */
+export type RequestId = number;
+
 /** What the server can say, already translated into the SDK's vocabulary. */
 export type ServerEvent =
-  | { kind: 'welcome'; callId: string; routerRtpCapabilities: any; sendTransport: TransportInfo; recvTransport: TransportInfo }
-  | { kind: 'produced'; producerId: string }
-  | { kind: 'consume'; consumer: ConsumerInfo }
+  /** routerRtpCapabilities is null when the server has no media for this call (signaling-only). */
+  | { kind: 'welcome'; callId: string; routerRtpCapabilities: any | null }
+  | { kind: 'transport_created'; requestId: RequestId | null; transport: TransportInfo }
+  | { kind: 'connected'; requestId: RequestId | null }
+  | { kind: 'produced'; requestId: RequestId | null; producerId: string }
+  | { kind: 'consumed'; requestId: RequestId | null; consumer: ConsumerInfo }
+  | { kind: 'resumed'; requestId: RequestId | null }
   | { kind: 'progress'; state: 'ringing' | 'answered' }
   | { kind: 'ended'; summary: EndSummary }
-  | { kind: 'error'; code: string; message: string }
+  | { kind: 'error'; requestId: RequestId | null; code: string; message: string }
   /** A message this SDK does not know (newer servers may add some): ignored. */
   | { kind: 'unknown'; type: string };
 
@@ -74,17 +81,20 @@ export const clientMessages = {
       ? { type: 'hello', v: PROTOCOL_VERSION, room_token: token }
       : { type: 'hello', v: PROTOCOL_VERSION, ticket: token });
   },
-  rtpCapabilities(rtpCapabilities: unknown): string {
-    return JSON.stringify({ type: 'rtp_capabilities', rtp_capabilities: rtpCapabilities });
+  transport(id: RequestId, direction: 'send' | 'recv'): string {
+    return JSON.stringify({ type: 'transport', id, direction });
   },
-  connectTransport(transportId: string, dtlsParameters: unknown): string {
-    return JSON.stringify({ type: 'connect_transport', transport_id: transportId, dtls_parameters: dtlsParameters });
+  connect(id: RequestId, transportId: string, dtlsParameters: unknown): string {
+    return JSON.stringify({ type: 'connect', id, transport_id: transportId, dtls_parameters: dtlsParameters });
   },
-  produce(kind: 'audio', rtpParameters: unknown): string {
-    return JSON.stringify({ type: 'produce', kind, rtp_parameters: rtpParameters });
+  produce(id: RequestId, transportId: string, kind: 'audio', rtpParameters: unknown): string {
+    return JSON.stringify({ type: 'produce', id, transport_id: transportId, kind, rtp_parameters: rtpParameters });
   },
-  consumerReady(consumerId: string): string {
-    return JSON.stringify({ type: 'consumer_ready', consumer_id: consumerId });
+  consume(id: RequestId, transportId: string, rtpCapabilities: unknown): string {
+    return JSON.stringify({ type: 'consume', id, transport_id: transportId, rtp_capabilities: rtpCapabilities });
+  },
+  resume(id: RequestId, consumerId: string): string {
+    return JSON.stringify({ type: 'resume', id, consumer_id: consumerId });
   },
   hangup(): string {
     return JSON.stringify({ type: 'hangup' });
@@ -96,36 +106,44 @@ export function parseServerMessage(text: string): ServerEvent {
   let m: any;
   try { m = JSON.parse(text); } catch { throw new ProtocolError('frame is not JSON'); }
   if (!m || typeof m !== 'object' || typeof m.type !== 'string') throw new ProtocolError('message has no type');
+  const requestId: RequestId | null = typeof m.id === 'number' ? m.id : null;
   switch (m.type) {
-    case 'welcome':
+    case 'welcome': {
+      const media = m.media && typeof m.media === 'object' ? m.media : null;
+      return { kind: 'welcome', callId: str(m, 'call_id'), routerRtpCapabilities: media ? obj(media, 'router_rtp_capabilities') : null };
+    }
+    case 'transport_created':
       return {
-        kind: 'welcome', callId: str(m, 'call_id'), routerRtpCapabilities: obj(m, 'router_rtp_capabilities'),
-        sendTransport: transport(obj(m, 'send_transport')), recvTransport: transport(obj(m, 'recv_transport')),
+        kind: 'transport_created', requestId,
+        transport: {
+          id: str(m, 'transport_id'), iceParameters: obj(m, 'ice_parameters'), iceCandidates: arr(m, 'ice_candidates'),
+          dtlsParameters: obj(m, 'dtls_parameters'),
+        },
       };
-    case 'produced':
-      return { kind: 'produced', producerId: str(m, 'producer_id') };
-    case 'consume': {
-      const c = obj(m, 'consumer');
-      const kind = str(c, 'kind');
+    case 'connected': return { kind: 'connected', requestId };
+    case 'produced': return { kind: 'produced', requestId, producerId: str(m, 'producer_id') };
+    case 'consumed': {
+      const kind = str(m, 'kind');
       if (kind !== 'audio' && kind !== 'video') throw new ProtocolError(`consumer kind "${kind}"`);
-      return { kind: 'consume', consumer: { id: str(c, 'id'), producerId: str(c, 'producer_id'), kind, rtpParameters: obj(c, 'rtp_parameters') } };
+      return {
+        kind: 'consumed', requestId,
+        consumer: { id: str(m, 'consumer_id'), producerId: str(m, 'producer_id'), kind, rtpParameters: obj(m, 'rtp_parameters') },
+      };
     }
-    case 'progress': {
-      const state = str(m, 'state');
-      if (state !== 'ringing' && state !== 'answered') return { kind: 'unknown', type: `progress:${state}` };
-      return { kind: 'progress', state };
-    }
+    case 'resumed': return { kind: 'resumed', requestId };
+    case 'ringing': return { kind: 'progress', state: 'ringing' };
+    case 'answered': return { kind: 'progress', state: 'answered' };
     case 'ended':
       return {
         kind: 'ended',
         summary: {
           status: opt(m.status), callOutcome: opt(m.call_outcome), failureCode: opt(m.failure_code),
-          failureCategory: opt(m.failure_category),
+          failureCategory: opt(m.failure_category), disconnectionReason: opt(m.disconnection_reason),
           durationSeconds: typeof m.duration_seconds === 'number' ? m.duration_seconds : null,
         },
       };
     case 'error':
-      return { kind: 'error', code: str(m, 'code'), message: typeof m.message === 'string' ? m.message : '' };
+      return { kind: 'error', requestId, code: str(m, 'code'), message: typeof m.message === 'string' ? m.message : '' };
     default:
       return { kind: 'unknown', type: m.type };
   }
@@ -133,13 +151,6 @@ export function parseServerMessage(text: string): ServerEvent {
 
 export class ProtocolError extends Error {
   readonly code = 'protocol_error';
-}
-
-function transport(t: any): TransportInfo {
-  return {
-    id: str(t, 'id'), iceParameters: obj(t, 'ice_parameters'), iceCandidates: arr(t, 'ice_candidates'),
-    dtlsParameters: obj(t, 'dtls_parameters'),
-  };
 }
 
 function str(o: any, k: string): string {

@@ -4,7 +4,7 @@
 import { Device, type types } from 'mediasoup-client';
 import {
   clientMessages, parseServerMessage, ProtocolError, signalingUrlFromToken,
-  type ConsumerInfo, type EndSummary, type ServerEvent, type TransportInfo,
+  type EndSummary, type RequestId, type ServerEvent, type TransportInfo,
 } from './protocol.ts';
 
 export type CallState = 'idle' | 'connecting' | 'ringing' | 'answered' | 'ended';
@@ -47,11 +47,9 @@ export class Softphone extends EventTarget {
   private ownsMic = false;
   private readonly audio: HTMLAudioElement;
   private readonly url: string;
-  /** The produce request waiting for the server's producer id (one at a time: the SDK sends one audio track). */
-  private pendingProduce: { resolve(id: string): void; reject(e: Error): void } | null = null;
-  /** Resolves once the recv transport exists, so a consume that arrives early waits for it. */
-  private recvReady: Promise<void>;
-  private markRecvReady!: () => void;
+  /** Media requests waiting for their reply, by request id. */
+  private readonly pending = new Map<RequestId, { resolve(m: ServerEvent): void; reject(e: Error): void }>();
+  private nextRequestId = 1;
   private endedReport: EndedDetail | null = null;
   private readonly endedWaiters: Array<() => void> = [];
 
@@ -62,8 +60,6 @@ export class Softphone extends EventTarget {
     if (!url) throw new TypeError('Softphone needs a signaling url (or a room token that names one)');
     this.url = url;
     this.audio = opts.audio ?? Object.assign(document.createElement('audio'), { autoplay: true });
-    this.recvReady = new Promise((r) => { this.markRecvReady = r; });
-    this.recvReady.catch(() => undefined);
   }
 
   get state(): CallState { return this.currentState; }
@@ -125,6 +121,12 @@ export class Softphone extends EventTarget {
     this.finish(null, null); // no-op when the server's end report arrived
   }
 
+  /** Drops the call without a hangup (the page is going away): the server sees the socket close, which before the
+   *  answer abandons the setup (CANCELED, connection_unconfirmed) and after it ends the call normally. */
+  leave(): void {
+    this.finish(null, null);
+  }
+
   /** RTP counters of this call's audio, from the peer connections' getStats() (zeros before media flows). */
   async stats(): Promise<AudioStats> {
     const out: AudioStats = { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 };
@@ -156,18 +158,19 @@ export class Softphone extends EventTarget {
     try {
       switch (msg.kind) {
         case 'welcome': return await this.onWelcome(msg, mic);
-        case 'produced':
-          this.pendingProduce?.resolve(msg.producerId);
-          this.pendingProduce = null;
-          return;
-        case 'consume': return await this.onConsume(msg.consumer);
+        case 'transport_created': case 'connected': case 'produced': case 'consumed': case 'resumed':
+          return this.settle(msg.requestId, msg);
         case 'progress':
           this.progress(msg.state, msg.state);
           // Progress never goes backwards (a late "ringing" after "answered" is ignored).
           if (msg.state === 'answered' || this.currentState === 'connecting') this.setState(msg.state);
           return;
         case 'ended': return this.finish(msg.summary, null);
-        case 'error': return this.fail({ code: msg.code, message: msg.message });
+        case 'error':
+          if (msg.requestId !== null && this.pending.has(msg.requestId)) {
+            return this.settle(msg.requestId, Object.assign(new Error(msg.message), { code: msg.code }));
+          }
+          return this.fail({ code: msg.code, message: msg.message });
         case 'unknown': return;
       }
     } catch (e) {
@@ -176,21 +179,50 @@ export class Softphone extends EventTarget {
     }
   }
 
+  /** Media negotiation (mediasoup-client): load the device from the router's capabilities, create a recv and a
+   *  send transport on the server, consume the far end (it speaks once the call is answered), send the microphone. */
   private async onWelcome(w: Extract<ServerEvent, { kind: 'welcome' }>, mic: Promise<MediaStreamTrack>) {
     this.id = w.callId;
     this.progress('welcome', `call ${w.callId}`);
+    if (!w.routerRtpCapabilities) {
+      this.progress('media', 'the server carries no media for this call (signaling only)');
+      return;
+    }
     const device = (this.device = new Device());
     await device.load({ routerRtpCapabilities: w.routerRtpCapabilities });
     if (!device.canProduce('audio')) throw Object.assign(new Error('this browser cannot send audio to the server'), { code: 'unsupported_browser' });
-    this.send(clientMessages.rtpCapabilities(device.rtpCapabilities));
 
-    this.recvTransport = this.transport(device.createRecvTransport(transportOptions(w.recvTransport)));
-    this.markRecvReady();
-    const send = (this.sendTransport = this.transport(device.createSendTransport(transportOptions(w.sendTransport))));
+    // Both directions at once: the far end may be offered only once the microphone flows (and vice versa).
+    await Promise.all([this.receive(device), this.sendMicrophone(device, mic)]);
+  }
+
+  /** The recv transport and the far end's audio, played through `audio`. */
+  private async receive(device: Device) {
+    const recvInfo = await this.transportInfo('recv');
+    if (this.isEnded()) return;
+    const recv = (this.recvTransport = this.transport(device.createRecvTransport(transportOptions(recvInfo))));
+    const consumed = await this.request((id) => clientMessages.consume(id, recv.id, device.rtpCapabilities));
+    if (consumed.kind !== 'consumed' || this.isEnded()) return;
+    const c = consumed.consumer;
+    const consumer = await recv.consume({ id: c.id, producerId: c.producerId, kind: c.kind, rtpParameters: c.rtpParameters });
+    this.consumer = consumer;
+    this.audio.srcObject = new MediaStream([consumer.track]);
+    this.audio.play().catch((e) => this.progress('audio', `audio blocked until the page is clicked (${e.message})`));
+    await this.request((id) => clientMessages.resume(id, consumer.id));
+    this.progress('receiving', 'far end audio consumed');
+  }
+
+  /** The send transport and the microphone, as PCMU when the router offers it. */
+  private async sendMicrophone(device: Device, mic: Promise<MediaStreamTrack>) {
+    const sendInfo = await this.transportInfo('send');
+    if (this.isEnded()) return;
+    const send = (this.sendTransport = this.transport(device.createSendTransport(transportOptions(sendInfo))));
     send.on('produce', ({ kind, rtpParameters }, ok, bad) => {
       if (kind !== 'audio') return bad(new Error('only audio is sent'));
-      this.pendingProduce = { resolve: (id) => ok({ id }), reject: bad };
-      this.send(clientMessages.produce('audio', rtpParameters));
+      this.request((id) => clientMessages.produce(id, send.id, 'audio', rtpParameters)).then(
+        (m) => (m.kind === 'produced' ? ok({ id: m.producerId }) : bad(new Error('unexpected reply to produce'))),
+        bad,
+      );
     });
 
     let track: MediaStreamTrack;
@@ -199,33 +231,48 @@ export class Softphone extends EventTarget {
     } catch (e) {
       throw Object.assign(new Error(`microphone unavailable: ${(e as Error).message}`), { code: 'microphone_unavailable' });
     }
-    if (this.currentState === 'ended') return;
+    if (this.isEnded()) return;
     // The carrier side prefers G.711 μ-law: send PCMU when the router offers it, else the router's first choice.
     const codec = device.rtpCapabilities.codecs?.find((c) => c.mimeType.toLowerCase() === 'audio/pcmu');
     this.producer = await send.produce({ track, codec, stopTracks: false });
     this.progress('sending', `microphone sent (${this.producer.rtpParameters.codecs[0]?.mimeType ?? 'audio'})`);
   }
 
-  private async onConsume(c: ConsumerInfo) {
-    await this.recvReady;
-    if (this.currentState === 'ended' || !this.recvTransport) return;
-    const consumer = await this.recvTransport.consume({ id: c.id, producerId: c.producerId, kind: c.kind, rtpParameters: c.rtpParameters });
-    this.consumer = consumer;
-    this.audio.srcObject = new MediaStream([consumer.track]);
-    this.audio.play().catch((e) => this.progress('audio', `audio blocked until the page is clicked (${e.message})`));
-    this.send(clientMessages.consumerReady(consumer.id));
-    this.progress('receiving', 'far end audio');
+  /** A method, so TypeScript does not narrow the state across awaits. */
+  private isEnded(): boolean { return this.currentState === 'ended'; }
+
+  private async transportInfo(direction: 'send' | 'recv'): Promise<TransportInfo> {
+    const m = await this.request((id) => clientMessages.transport(id, direction));
+    if (m.kind !== 'transport_created') throw new ProtocolError('unexpected reply to transport');
+    return m.transport;
+  }
+
+  /** Sends a media request and resolves with its reply (an `error` about it rejects). */
+  private request(frame: (id: RequestId) => string): Promise<ServerEvent> {
+    const id = this.nextRequestId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      try {
+        this.send(frame(id));
+      } catch (e) {
+        this.pending.delete(id);
+        reject(e as Error);
+      }
+    });
+  }
+
+  private settle(id: RequestId | null, outcome: ServerEvent | Error) {
+    const p = id === null ? undefined : this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id!);
+    if (outcome instanceof Error) p.reject(Object.assign(outcome, { code: (outcome as Error & { code?: string }).code ?? 'media_error' }));
+    else p.resolve(outcome);
   }
 
   /** Wires a transport's DTLS connect to the signaling socket. */
   private transport(t: types.Transport): types.Transport {
     t.on('connect', ({ dtlsParameters }, ok, bad) => {
-      try {
-        this.send(clientMessages.connectTransport(t.id, dtlsParameters));
-        ok();
-      } catch (e) {
-        bad(e as Error);
-      }
+      this.request((id) => clientMessages.connect(id, t.id, dtlsParameters)).then(() => ok(), bad);
     });
     t.on('connectionstatechange', (s) => {
       this.progress('media', `${t.direction} transport ${s}`);
@@ -251,12 +298,11 @@ export class Softphone extends EventTarget {
   private finish(summary: EndSummary | null, error: SoftphoneError | null) {
     if (this.currentState === 'ended') return;
     this.endedReport = {
-      status: null, callOutcome: null, failureCode: null, failureCategory: null, durationSeconds: null,
-      ...summary, error,
+      status: null, callOutcome: null, failureCode: null, failureCategory: null, disconnectionReason: null,
+      durationSeconds: null, ...summary, error,
     };
-    this.pendingProduce?.reject(new Error('call ended'));
-    this.pendingProduce = null;
-    this.markRecvReady();
+    for (const p of this.pending.values()) p.reject(new Error('call ended'));
+    this.pending.clear();
     this.producer?.close();
     this.consumer?.close();
     this.sendTransport?.close();

@@ -9,13 +9,15 @@ import { createRedis, keyer } from '../shared/redis.ts';
 import { renderMetrics } from './metrics.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignaling } from './reconciler.ts';
 import { SOFTPHONE_PATH, Softphone } from './softphone.ts';
+import { loadMediaSettings } from '../shared/media/settings.ts';
+import { MediaLink } from './media.ts';
 
 // Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
 // reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz and /metrics.
 const config = loadConfig();
 const log = createLogger('signaling', config.logLevel);
 await runProcess(log, async () => {
-  const db = createDb(config.databaseUrl, 10);
+  const db = createDb(config.databaseUrl, Number(process.env.SIGNALING_DB_POOL ?? 10));
   const redis = createRedis(config.redisUrl);
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
   const rt = callRuntime({ config, db, redis, key: keyer(config.redisPrefix), log });
@@ -25,7 +27,13 @@ await runProcess(log, async () => {
   const heartbeat = setInterval(() => { beat().catch((err) => log.warn({ err }, 'heartbeat failed')); }, HEARTBEAT_MS);
 
   const app = uWS.App();
-  const phone = new Softphone(rt, instance, log);
+  // Media: with the sandbox carrier signaling drives the media process (mediasoup); with LiveKit the media is
+  // LiveKit's and the softphone WebSocket carries signaling only (welcome.media null). SIGNALING_MEDIA=off forces
+  // signaling only (tests of the call flow, bench:signaling's redemption figure).
+  const mediaOn = config.carrier === 'sandbox' && process.env.SIGNALING_MEDIA !== 'off';
+  const mediaSettings = mediaOn ? loadMediaSettings() : null;
+  const media = mediaSettings ? new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log) : null;
+  const phone = new Softphone(rt, instance, log, media);
   await phone.start(app);
   app.get('/healthz', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'ok', proc: 'signaling', instance }));
@@ -44,7 +52,7 @@ await runProcess(log, async () => {
   const reconciler = setInterval(() => {
     if (reconciling) return;
     reconciling = true;
-    reconcileSignaling(rt, phone.legs)
+    reconcileSignaling(rt, phone.legs, media?.client)
       .then((r) => { if (r?.abandoned) log.warn(r, 'abandoned browser calls of a signaling process that is gone'); })
       .catch((err) => log.error({ err }, 'signaling reconcile failed'))
       .finally(() => { reconciling = false; });
@@ -55,7 +63,8 @@ await runProcess(log, async () => {
   });
   const port = uWS.us_socket_local_port(listenSocket);
   return {
-    info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance },
+    info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance,
+      media: mediaSettings?.controlUrl ?? null },
     stop: async () => {
       clearInterval(heartbeat);
       clearInterval(reconciler);

@@ -6,8 +6,8 @@ export type ClientMessage =
   | { type: 'hello'; v: number; ticket?: string; room_token?: string }
   | { type: 'hangup' }
   | { type: 'ping'; id?: string | number }
-  // Media negotiation (mediasoup-client on the browser): wired to the media process by the integration step.
-  // Each may carry an `id` that the reply echoes.
+  // Media negotiation (mediasoup-client on the browser), relayed to the media process. Each may carry an `id` that
+  // the reply (or an `error` about it) echoes.
   | { type: 'transport'; direction: 'send' | 'recv'; id?: string | number }
   | { type: 'connect'; transport_id: string; dtls_parameters: unknown; id?: string | number }
   | { type: 'produce'; transport_id: string; kind: 'audio'; rtp_parameters: unknown; id?: string | number }
@@ -28,6 +28,7 @@ export const ERRORS = {
   ticket_revoked: { close: 4410, fatal: true },
   call_ended: { close: 4410, fatal: true },
   media_unavailable: { close: 4503, fatal: false },
+  media_error: { close: 4500, fatal: false },
   internal_error: { close: 1011, fatal: true },
 } as const;
 export type ErrorCode = keyof typeof ERRORS;
@@ -42,11 +43,13 @@ const MESSAGES: Record<ErrorCode, string> = {
   ticket_expired: 'The ticket expired before it was used.',
   ticket_revoked: 'The ticket was revoked (its call was canceled or cleaned up).',
   call_ended: 'The call of this ticket has ended.',
-  media_unavailable: 'Media negotiation is not available on this server yet.',
+  media_unavailable: 'This server carries no media for this call (signaling only: SIGNALING_MEDIA=off or CARRIER=livekit).',
+  media_error: 'The media server refused the request.',
   internal_error: 'Something went wrong on the server; try a new ticket.',
 };
 
-export const errorFrame = (code: ErrorCode, message = MESSAGES[code]) => JSON.stringify({ type: 'error', code, message });
+export const errorFrame = (code: ErrorCode, message = MESSAGES[code], id?: string | number) =>
+  JSON.stringify({ type: 'error', code, message, ...(id !== undefined ? { id } : {}) });
 
 /** Parses one client frame; null when it is not a known, well-formed message. */
 export function parseMessage(text: string): ClientMessage | null {

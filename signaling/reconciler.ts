@@ -1,7 +1,8 @@
 // The signaling reconciler: repairs leg accounting and browser calls after a crash. Every RECONCILE_MS one
 // signaling process (a Redis lock picks it) reads the live calls from Postgres and
 //   1. abandons browser calls whose socket was held by a signaling process that is gone (its heartbeat key lapsed):
-//      before the answer CANCELED / connection_unconfirmed, after it COMPLETED, like a closed socket;
+//      before the answer CANCELED / connection_unconfirmed, after it COMPLETED, like a closed socket; and closes
+//      their media sessions;
 //   2. rebuilds every organization's live legs in Redis from the call rows (the truth);
 //   3. re-schedules the cleanup of unused tickets past their deadline whose job was lost (a gateway died between the
 //      insert and the enqueue), and abandons browser calls that never got a ticket row.
@@ -11,6 +12,7 @@ import type { Leg, Legs } from '../shared/calls/model.ts';
 import { scheduleTicketCleanup } from '../shared/tickets/queue.ts';
 import { endBrowserLeg } from '../shared/tickets/tickets.ts';
 import type { LegAccounts } from '../shared/channels/legs.ts';
+import type { MediaControlClient } from '../shared/media/control-client.ts';
 
 export const HEARTBEAT_MS = 2_000;
 export const HEARTBEAT_TTL_MS = 6_000;
@@ -23,7 +25,9 @@ export interface SignalingReport { abandoned: number; legsBefore: number; legsAf
 /** How long past its deadline an unused ticket may wait for its cleanup job before the job is re-scheduled. */
 const CLEANUP_GRACE_SECONDS = 5;
 
-export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts): Promise<SignalingReport | null> {
+/** media: when given, the media session of each call abandoned here is closed too (media's own session limit is the
+ *  backstop when media cannot be reached). */
+export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, media?: MediaControlClient | null): Promise<SignalingReport | null> {
   const { db, redis, key } = rt.deps;
   const lock = await redis.set(key('sig', 'reconcile-lock'), '1', 'PX', RECONCILE_MS - 200, 'NX');
   if (lock !== 'OK') return null;
@@ -45,6 +49,7 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts): Pr
     if (b && b.status === 'ANSWERED' && b.signaling && dead.has(b.signaling)) {
       const r = await rt.transition(c.id, { type: 'abandon', reason: 'setup_abandoned', at: new Date() }, { bestEffort: true });
       await endBrowserLeg(db, c.id, 'local_hangup');
+      await media?.closeSession(c.id).catch(() => undefined); // not_found: it had none, or it is gone already
       if (r?.step.result === 'applied') report.abandoned++;
       continue;
     }

@@ -14,7 +14,10 @@ import { loadCall } from '../shared/calls/store.ts';
 import { progressChannel, progressOf, type CallProgress } from '../shared/tickets/progress.ts';
 import { endBrowserLeg, redeemTicket, type TicketKind } from '../shared/tickets/tickets.ts';
 import { roomKeyPair, verifyRoomToken } from '../shared/tokens/room-token.ts';
-import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ErrorCode } from './protocol.ts';
+import { MediaControlError } from '../shared/media/control-client.ts';
+import type { MediasoupObject } from '../shared/media/protocol.ts';
+import type { MediaLink } from './media.ts';
+import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ClientMessage, type ErrorCode } from './protocol.ts';
 
 export const SOFTPHONE_PATH = '/v1/softphone';
 const HELLO_TIMEOUT_MS = 10_000;
@@ -31,6 +34,12 @@ interface Session {
   sent: number;
   answered: boolean;
   helloTimer: NodeJS.Timeout | null;
+  /** The call's media session exists on the media process (created at redemption, until the call ends). */
+  media: boolean;
+  /** The browser's transports on the media process, by id: their direction. */
+  transports: Map<string, 'send' | 'recv'>;
+  /** The sandbox far end was asked to answer (once, after the call is answered). */
+  farEnd: boolean;
 }
 
 export interface SoftphoneStats { sockets: number; redeemed: number; refused: Map<string, number> }
@@ -42,11 +51,26 @@ export class Softphone {
   readonly legs: LegAccounts;
   readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
 
-  constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger) {
+  /** media: the media process's link (CARRIER=sandbox); null when this signaling carries no media (CARRIER=livekit,
+   *  where LiveKit carries it, or SIGNALING_MEDIA=off): welcome.media is then null and media messages answer
+   *  media_unavailable. */
+  constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger,
+    private readonly media: MediaLink | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
   }
 
   async start(app: uWS.TemplatedApp): Promise<void> {
+    if (this.media) {
+      // The media process is gone (or restarted): every call of ours with a media session has lost its audio.
+      this.media.on('lost', (reason) => {
+        for (const s of this.byCall.values()) if (s.media) this.mediaLost(s, reason);
+      });
+      this.media.on('session_closed', (callId, reason) => {
+        const s = this.byCall.get(callId);
+        if (s?.media) this.mediaLost(s, reason);
+      });
+      this.media.start();
+    }
     this.subscriber = this.rt.deps.redis.duplicate({ enableAutoPipelining: false });
     this.subscriber.on('message', (_ch, msg: string) => this.onProgress(msg));
     await this.subscriber.subscribe(progressChannel(this.rt.deps.key));
@@ -55,7 +79,8 @@ export class Softphone {
       maxPayloadLength: 64 * 1024,
       sendPingsAutomatically: true,
       open: (ws) => {
-        const s: Session = { ws, open: true, state: 'hello', callId: null, organizationId: null, sent: 0, answered: false, helloTimer: null };
+        const s: Session = { ws, open: true, state: 'hello', callId: null, organizationId: null, sent: 0, answered: false,
+          helloTimer: null, media: false, transports: new Map(), farEnd: false };
         s.helloTimer = setTimeout(() => this.fail(s, 'hello_timeout'), HELLO_TIMEOUT_MS);
         this.sessions.set(ws, s);
         this.stats.sockets++;
@@ -82,6 +107,7 @@ export class Softphone {
   async stop(): Promise<void> {
     for (const s of this.sessions.values()) if (s.open) s.ws.end(1001, 'server shutting down');
     await this.subscriber?.quit().catch(() => undefined);
+    this.media?.stop();
   }
 
   private send(s: Session, frame: string) {
@@ -116,8 +142,93 @@ export class Softphone {
         return;
       case 'hello': return this.fail(s, 'bad_message');
       default:
-        if (MEDIA_MESSAGES.has(m.type)) return this.fail(s, 'media_unavailable');
+        if (MEDIA_MESSAGES.has(m.type)) return this.relay(s, m);
     }
+  }
+
+  /** A media message: relayed to the media process, its answer sent back with the request's id. */
+  private async relay(s: Session, m: Exclude<ClientMessage, { type: 'hello' | 'hangup' | 'ping' }>): Promise<void> {
+    const id = m.id;
+    const reply = (frame: Record<string, unknown>) => this.send(s, JSON.stringify({ ...frame, ...(id !== undefined ? { id } : {}) }));
+    if (!this.media || !s.media) {
+      this.stats.refused.set('media_unavailable', (this.stats.refused.get('media_unavailable') ?? 0) + 1);
+      this.send(s, errorFrame('media_unavailable', undefined, id));
+      return;
+    }
+    const media = this.media.client;
+    const callId = s.callId!;
+    const known = (transportId: string) => {
+      if (s.transports.has(transportId)) return true;
+      this.send(s, errorFrame('bad_message', `unknown transport_id ${transportId}`, id));
+      return false;
+    };
+    try {
+      switch (m.type) {
+        case 'transport': {
+          if ([...s.transports.values()].includes(m.direction)) {
+            this.send(s, errorFrame('bad_message', `this call has a ${m.direction} transport already`, id));
+            return;
+          }
+          const t = await media.createBrowserTransport(callId, 'webrtc');
+          s.transports.set(t.id, m.direction);
+          reply({ type: 'transport_created', direction: m.direction, transport_id: t.id, ice_parameters: t.iceParameters,
+            ice_candidates: t.iceCandidates, dtls_parameters: t.dtlsParameters });
+          return;
+        }
+        case 'connect':
+          if (!known(m.transport_id)) return;
+          await media.connectBrowserTransport(callId, { transportId: m.transport_id, dtlsParameters: m.dtls_parameters as MediasoupObject });
+          reply({ type: 'connected', transport_id: m.transport_id });
+          return;
+        case 'produce': {
+          if (!known(m.transport_id)) return;
+          const p = await media.produce(callId, m.rtp_parameters as MediasoupObject, m.transport_id);
+          reply({ type: 'produced', producer_id: p.producerId });
+          return;
+        }
+        case 'consume': {
+          if (!known(m.transport_id)) return;
+          const c = await media.consume(callId, m.rtp_capabilities as MediasoupObject, m.transport_id);
+          reply({ type: 'consumed', consumer_id: c.id, producer_id: c.producerId, kind: c.kind, rtp_parameters: c.rtpParameters });
+          return;
+        }
+        case 'resume':
+          await media.resumeConsumer(callId);
+          reply({ type: 'resumed', consumer_id: m.consumer_id });
+          return;
+      }
+    } catch (err) {
+      if (!(err instanceof MediaControlError)) throw err;
+      this.stats.refused.set('media_error', (this.stats.refused.get('media_error') ?? 0) + 1);
+      this.send(s, errorFrame('media_error', `${err.code}: ${err.message}`, id));
+    }
+  }
+
+  /** The call's media is gone (media process lost, or its session closed there): the call ends, `media_lost`. */
+  private mediaLost(s: Session, reason: string) {
+    s.media = false;
+    const callId = s.callId!;
+    this.log.warn({ call_id: callId, reason }, 'media session lost: ending the call');
+    this.rt.transition(callId, { type: 'abandon', reason: 'media_lost', at: new Date() }, { bestEffort: true })
+      .catch((err) => this.log.error({ err, call_id: callId }, 'ending a call whose media was lost failed'));
+  }
+
+  /** Once the call is answered (and its media session exists), the sandbox far end answers: tone, then echo. */
+  private attachFarEnd(s: Session) {
+    if (!this.media || !s.media || !s.answered || s.farEnd) return;
+    s.farEnd = true;
+    const callId = s.callId!;
+    this.media.client.attachSandboxFarEnd(callId).catch((err) => {
+      this.log.warn({ err, call_id: callId }, 'attaching the sandbox far end failed');
+      if (s.media && err instanceof MediaControlError && (err.code === 'unreachable' || err.code === 'not_found')) this.mediaLost(s, err.code);
+    });
+  }
+
+  /** The call is over: its media session is closed (a session already gone is fine). */
+  private closeMedia(s: Session) {
+    if (!this.media || !s.media) return;
+    s.media = false;
+    this.media.client.closeSession(s.callId!).catch(() => undefined);
   }
 
   private async redeem(s: Session, t: { token: string; kind: TicketKind }): Promise<void> {
@@ -141,11 +252,27 @@ export class Softphone {
     this.byCall.set(call.id, s);
     await this.legs.up(call.organization_id, call.id, 'browser');
     if (!s.open) return this.onClosed(s);
-    this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status,
-      media: null }));
+    let media: { router_rtp_capabilities: MediasoupObject } | null = null;
+    if (this.media) {
+      // The call's router on the media process; without it the call cannot carry audio and ends at once.
+      try {
+        const created = await this.media.client.createSession(call.id);
+        s.media = true;
+        media = { router_rtp_capabilities: created.rtpCapabilities };
+      } catch (err) {
+        this.log.error({ err, call_id: call.id }, 'media session could not be created: ending the call');
+        await this.rt.transition(call.id, { type: 'abandon', reason: 'media_lost', at: new Date() }, { bestEffort: true });
+        return;
+      }
+      if (!s.open) return this.onClosed(s);
+      // The call ended while its router was made (its `ended` went out already): nothing holds the session now.
+      if (this.byCall.get(call.id) !== s) return this.closeMedia(s);
+    }
+    this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
     const now = await loadCall(db, call.id);
     if (now) this.push(s, progressOf(now));
+    this.attachFarEnd(s);
   }
 
   private onProgress(msg: string) {
@@ -169,6 +296,7 @@ export class Softphone {
     if (r >= 2 && r < 3) {
       s.answered = true;
       this.send(s, JSON.stringify({ type: 'answered', call_id: p.call_id }));
+      this.attachFarEnd(s);
     }
     if (r === 3) {
       this.send(s, JSON.stringify({ type: 'ended', call_id: p.call_id, status: p.status, call_outcome: p.call_outcome,
@@ -176,6 +304,7 @@ export class Softphone {
         duration_seconds: p.duration_seconds }));
       s.sent = r;
       this.byCall.delete(p.call_id);
+      this.closeMedia(s);
       endBrowserLeg(this.rt.deps.db, p.call_id, 'completed').catch(() => undefined);
       if (s.open) {
         s.open = false;
@@ -190,6 +319,7 @@ export class Softphone {
   private async onClosed(s: Session): Promise<void> {
     const callId = s.callId!;
     if (this.byCall.get(callId) === s) this.byCall.delete(callId);
+    this.closeMedia(s);
     const applied = await this.rt.transition(callId, { type: 'abandon', reason: 'setup_abandoned', at: new Date() }, { bestEffort: true });
     await endBrowserLeg(this.rt.deps.db, callId, applied?.step.result === 'applied' ? 'local_hangup' : 'completed');
     await this.legs.down(s.organizationId!, callId, ['browser']);

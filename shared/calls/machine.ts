@@ -37,8 +37,9 @@ export type Input =
   /** Browser calls: the browser is gone (socket closed, or its ticket never used before the cleanup deadline). */
   | { type: 'abandon'; reason: AbandonReason; at: Date };
 
-/** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer. */
-export type AbandonReason = 'ticket_expired' | 'setup_abandoned';
+/** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer;
+ *  media_lost: the call's media session is gone (the media process died or closed it). */
+export type AbandonReason = 'ticket_expired' | 'setup_abandoned' | 'media_lost';
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -166,7 +167,9 @@ export function step(current: MachineCall, input: Input): Step {
     case 'abandon': {
       // Before the answer an abandoned setup (not a carrier failure, no talk time); after it a normal end.
       if (isTerminal(call.status)) return noop(current, 'already_ended');
-      if (call.status === 'ANSWERED') return end(call, { status: 'COMPLETED', outcome: 'answered', reason: 'browser_hangup' }, input.at);
+      if (call.status === 'ANSWERED') {
+        return end(call, { status: 'COMPLETED', outcome: 'answered', reason: input.reason === 'media_lost' ? 'media_lost' : 'browser_hangup' }, input.at);
+      }
       return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: input.reason }, input.at);
     }
     case 'carrier': return carrierStep(current, call, input.event, input.predecessorLost === true);

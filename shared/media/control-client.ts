@@ -52,14 +52,16 @@ export class MediaControlClient {
     return this.call('POST', paths.browserTransport(callId), { type });
   }
   /** WebRTC: the browser's dtlsParameters. Plain: where the RTP endpoint listens. */
-  connectBrowserTransport(callId: string, params: { dtlsParameters: MediasoupObject } | { ip: string; port: number }): Promise<{ connected: true }> {
+  connectBrowserTransport(callId: string, params: ({ dtlsParameters: MediasoupObject } | { ip: string; port: number }) & { transportId?: string }): Promise<{ connected: true }> {
     return this.call('POST', paths.connectBrowserTransport(callId), params);
   }
-  produce(callId: string, rtpParameters: MediasoupObject): Promise<Produced> {
-    return this.call('POST', paths.produce(callId), { kind: 'audio', rtpParameters });
+  /** `transportId`: the browser transport to produce on (the first one when omitted). */
+  produce(callId: string, rtpParameters: MediasoupObject, transportId?: string): Promise<Produced> {
+    return this.call('POST', paths.produce(callId), { kind: 'audio', rtpParameters, ...(transportId ? { transportId } : {}) });
   }
-  consume(callId: string, rtpCapabilities: MediasoupObject): Promise<Consumed> {
-    return this.call('POST', paths.consume(callId), { rtpCapabilities });
+  /** `transportId`: the browser transport to consume on (the first one when omitted). */
+  consume(callId: string, rtpCapabilities: MediasoupObject, transportId?: string): Promise<Consumed> {
+    return this.call('POST', paths.consume(callId), { rtpCapabilities, ...(transportId ? { transportId } : {}) });
   }
   resumeConsumer(callId: string): Promise<{ resumed: true }> { return this.call('POST', paths.resumeConsumer(callId)); }
   /** After answer: the sandbox far end plays a tone, then echoes the browser. */

@@ -55,20 +55,26 @@ export const CreateBrowserTransportRequest = Type.Object({
 }, { additionalProperties: false });
 export type CreateBrowserTransportRequest = Static<typeof CreateBrowserTransportRequest>;
 
+/** Which browser transport a request is about (a browser has a send and a recv WebRTC transport); the first one
+ *  created when omitted. */
+const TransportId = Type.Optional(Type.String({ minLength: 1, maxLength: 100 }));
+
 export const ConnectBrowserTransportRequest = Type.Union([
-  Type.Object({ dtlsParameters: DtlsParameters }, { additionalProperties: false }),
-  Type.Object({ ip: Ip, port: Port }, { additionalProperties: false }),
+  Type.Object({ dtlsParameters: DtlsParameters, transportId: TransportId }, { additionalProperties: false }),
+  Type.Object({ ip: Ip, port: Port, transportId: TransportId }, { additionalProperties: false }),
 ]);
 export type ConnectBrowserTransportRequest = Static<typeof ConnectBrowserTransportRequest>;
 
 export const ProduceRequest = Type.Object({
   kind: Type.Literal('audio'),
   rtpParameters: RtpParameters,
+  transportId: TransportId,
 }, { additionalProperties: false });
 export type ProduceRequest = Static<typeof ProduceRequest>;
 
 export const ConsumeRequest = Type.Object({
   rtpCapabilities: RtpCapabilities,
+  transportId: TransportId,
 }, { additionalProperties: false });
 export type ConsumeRequest = Static<typeof ConsumeRequest>;
 

@@ -26,25 +26,36 @@ export type Redeemed = { ok: true; call: CallRow; kind: TicketKind } | { ok: fal
 /** Redeems a ticket (or room token) atomically: the first caller gets the call, every later one an error saying
  *  why. On success the call's browser leg is marked connected (by `session`, the signaling process holding it). */
 export async function redeemTicket(db: Db, token: string, session: { instance: string }, kind: TicketKind): Promise<Redeemed> {
-  return db.tx('ticket-redeem', async (t) => {
-    const row = await t.oneOrNone<{ call_id: string; kind: TicketKind; expired: boolean; used_at: Date | null; revoked_at: Date | null }>(
-      `SELECT t.call_id, t.kind, t.expires_at <= now() AS expired, t.used_at, t.revoked_at
+  // One statement, one round trip: lock the ticket and its call (FOR UPDATE; a concurrent redemption, cleanup or
+  // cancellation waits, and then sees the other's result, READ COMMITTED re-reading the locked rows), mark the
+  // ticket used and the browser leg connected only when every check passes, and answer why not otherwise.
+  const browser = { status: 'ANSWERED', originated_at: new Date().toISOString(), signaling: session.instance };
+  const row = await db.oneOrNone<CallRow & { t_kind: TicketKind; t_expired: boolean; t_used: boolean; t_revoked: boolean; t_ended: boolean; t_redeemed: boolean }>(
+    `WITH t AS (
+       SELECT t.call_id, t.kind, t.expires_at <= now() AS expired, t.used_at IS NOT NULL AS used,
+              t.revoked_at IS NOT NULL AS revoked, c.ended_at IS NOT NULL AS ended
          FROM call_tickets t JOIN calls c ON c.id = t.call_id
-        WHERE t.token_hash = $1 FOR UPDATE`, [sha256(token)]);
-    if (!row || row.kind !== kind) return { ok: false as const, code: 'ticket_invalid' as const };
-    if (row.used_at) return { ok: false as const, code: 'ticket_used' as const };
-    if (row.revoked_at) return { ok: false as const, code: 'ticket_revoked' as const };
-    if (row.expired) return { ok: false as const, code: 'ticket_expired' as const };
-    const call = await t.one<CallRow>('SELECT * FROM calls WHERE id = $1', [row.call_id]);
-    if (call.ended_at) return { ok: false as const, code: 'call_ended' as const };
-    await t.none('UPDATE call_tickets SET used_at = now() WHERE call_id = $1', [row.call_id]);
-    const now = new Date().toISOString();
-    const browser = { status: 'ANSWERED', originated_at: now, signaling: session.instance };
-    const updated = await t.one<CallRow>(
-      `UPDATE calls SET legs = jsonb_set(legs, '{browser}', COALESCE(legs->'browser', '{}'::jsonb) || $2:json), updated_at = now()
-        WHERE id = $1 RETURNING *`, [row.call_id, browser]);
-    return { ok: true as const, call: updated, kind: row.kind };
-  });
+        WHERE t.token_hash = $1 FOR UPDATE
+     ), used AS (
+       UPDATE call_tickets SET used_at = now()
+        WHERE call_id = (SELECT call_id FROM t WHERE kind = $2 AND NOT used AND NOT revoked AND NOT expired AND NOT ended)
+       RETURNING call_id
+     ), upd AS (
+       UPDATE calls SET legs = jsonb_set(legs, '{browser}', COALESCE(legs->'browser', '{}'::jsonb) || $3:json), updated_at = now()
+        WHERE id = (SELECT call_id FROM used)
+       RETURNING *
+     )
+     SELECT upd.*, t.kind AS t_kind, t.expired AS t_expired, t.used AS t_used, t.revoked AS t_revoked, t.ended AS t_ended,
+            upd.id IS NOT NULL AS t_redeemed
+       FROM t LEFT JOIN upd ON true`, [sha256(token), kind, browser]);
+  if (!row || row.t_kind !== kind) return { ok: false, code: 'ticket_invalid' };
+  if (row.t_used) return { ok: false, code: 'ticket_used' };
+  if (row.t_revoked) return { ok: false, code: 'ticket_revoked' };
+  if (row.t_expired) return { ok: false, code: 'ticket_expired' };
+  if (row.t_ended || !row.t_redeemed) return { ok: false, code: 'call_ended' };
+  const { t_kind, t_expired, t_used, t_revoked, t_ended, t_redeemed, ...call } = row;
+  void t_expired; void t_used; void t_revoked; void t_ended; void t_redeemed;
+  return { ok: true, call: call as CallRow, kind: t_kind };
 }
 
 /** Marks the browser leg of a call ended (the socket closed or the call ended). Idempotent. */

@@ -57,30 +57,35 @@ if (skip) {
     const peer = await startWsPeer(t, (msg, socket) => {
       // One frame at a time, in order, as a signaling server would handle them.
       chain = chain.then(async () => {
-        const wire = (tr: any) => ({ id: tr.id, ice_parameters: tr.iceParameters, ice_candidates: tr.iceCandidates, dtls_parameters: tr.dtlsParameters });
+        const reply = (frame: Record<string, unknown>) => socket.send({ ...frame, id: msg.id });
         if (msg.type === 'hello') {
-          const opts = { listenIps: [{ ip: '127.0.0.1' }], enableUdp: true, enableTcp: false };
-          call.send = await router.createWebRtcTransport(opts);
-          call.recv = await router.createWebRtcTransport(opts);
-          socket.send({ type: 'welcome', v: 1, call_id: 'call_echo', router_rtp_capabilities: router.rtpCapabilities,
-            send_transport: wire(call.send), recv_transport: wire(call.recv) });
-        } else if (msg.type === 'rtp_capabilities') {
-          call.caps = msg.rtp_capabilities;
-        } else if (msg.type === 'connect_transport') {
+          socket.send({ type: 'welcome', v: 1, call_id: 'call_echo', path: 'webrtc', status: 'QUEUED',
+            media: { router_rtp_capabilities: router.rtpCapabilities } });
+        } else if (msg.type === 'transport') {
+          const tr = await router.createWebRtcTransport({ listenIps: [{ ip: '127.0.0.1' }], enableUdp: true, enableTcp: false });
+          call[msg.direction] = tr;
+          reply({ type: 'transport_created', direction: msg.direction, transport_id: tr.id, ice_parameters: tr.iceParameters,
+            ice_candidates: tr.iceCandidates, dtls_parameters: tr.dtlsParameters });
+        } else if (msg.type === 'connect') {
           await (msg.transport_id === call.send.id ? call.send : call.recv).connect({ dtlsParameters: msg.dtls_parameters });
+          reply({ type: 'connected', transport_id: msg.transport_id });
+        } else if (msg.type === 'consume') {
+          // The far end here is the browser's own audio: consumed once the browser produces (below).
+          call.caps = msg.rtp_capabilities;
+          call.consumeId = msg.id;
         } else if (msg.type === 'produce') {
           call.producer = await call.send.produce({ kind: 'audio', rtpParameters: msg.rtp_parameters });
-          socket.send({ type: 'produced', producer_id: call.producer.id });
-          socket.send({ type: 'progress', state: 'ringing' });
-          socket.send({ type: 'progress', state: 'answered' });
-          // The far end: the browser's own audio, echoed.
+          reply({ type: 'produced', producer_id: call.producer.id });
+          socket.send({ type: 'ringing', call_id: 'call_echo' });
+          socket.send({ type: 'answered', call_id: 'call_echo' });
           call.consumer = await call.recv.consume({ producerId: call.producer.id, rtpCapabilities: call.caps, paused: true });
-          socket.send({ type: 'consume', consumer: { id: call.consumer.id, producer_id: call.producer.id, kind: 'audio',
-            rtp_parameters: call.consumer.rtpParameters } });
-        } else if (msg.type === 'consumer_ready') {
+          socket.send({ type: 'consumed', id: call.consumeId, consumer_id: call.consumer.id, producer_id: call.producer.id,
+            kind: 'audio', rtp_parameters: call.consumer.rtpParameters });
+        } else if (msg.type === 'resume') {
           await call.consumer.resume();
+          reply({ type: 'resumed', consumer_id: msg.consumer_id });
         } else if (msg.type === 'hangup') {
-          socket.send({ type: 'ended', status: 'COMPLETED', call_outcome: 'answered', duration_seconds: 1 });
+          socket.send({ type: 'ended', call_id: 'call_echo', status: 'COMPLETED', call_outcome: 'answered', duration_seconds: 1 });
           socket.close(1000, 'ended');
           call.send.close();
           call.recv.close();

@@ -11,7 +11,8 @@ import { callEnv, callOrg, channelsUsed, getCall, settled, type CallOrg } from '
 import { Phone, httpBase, softphoneUrl } from './softphone.ts';
 
 // Sandbox at 0.1: a normal call rings 0.2 s and talks 1 s; a ring-out (0002) rings 3 s.
-const { env } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1' });
+// Signaling only (SIGNALING_MEDIA=off): the call flow without a media process; test/browser/softphone-e2e.test.ts runs it with media.
+const { env } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1', SIGNALING_MEDIA: 'off' });
 const sigA = env.spawn('signaling');
 const sigB = env.spawn('signaling');
 await Promise.all([sigA.ready(), sigB.ready()]);
@@ -198,7 +199,7 @@ t.test('room token (path B): the service placed the call; the browser attaches, 
   await p.frame('answered');
   t.same(p.types().slice(0, 3), ['welcome', 'ringing', 'answered']);
   p.send({ type: 'transport', direction: 'send' });
-  t.match(await p.frame('error'), { code: 'media_unavailable' }, 'media messages are defined, answered until media is wired');
+  t.match(await p.frame('error'), { code: 'media_unavailable' }, 'signaling only (SIGNALING_MEDIA=off): media messages answer media_unavailable');
   t.equal(p.closed, null, 'not fatal');
   p.send({ type: 'hangup' });
   t.match(await p.frame('ended'), { status: 'COMPLETED', disconnection_reason: 'api_hangup' });
