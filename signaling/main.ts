@@ -17,7 +17,7 @@ import { MediaLink } from './media.ts';
 const config = loadConfig();
 const log = createLogger('signaling', config.logLevel);
 await runProcess(log, async () => {
-  const db = createDb(config.databaseUrl, Number(process.env.SIGNALING_DB_POOL ?? 10));
+  const db = createDb(config.databaseUrl, config.databasePoolMax ?? 10, 'openline-signaling');
   const redis = createRedis(config.redisUrl);
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
   const rt = callRuntime({ config, db, redis, key: keyer(config.redisPrefix), log });
