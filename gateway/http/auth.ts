@@ -1,3 +1,4 @@
+import { sha256hex } from '../../shared/ids.ts';
 import type { Redis } from 'ioredis';
 import { findPrincipalByKey } from '../../shared/accounts/keys.ts';
 import type { Principal } from '../../shared/accounts/principal.ts';
@@ -88,6 +89,7 @@ export class Authenticator {
         // A client token: the signature and expiry are checked here, its minting key in the database.
         const claims = token.length <= 8192 ? (await this.clientTokens()).verify(token, now) : null;
         const cp = claims ? await principalFromClaims(this.db, claims) : null;
+        if (cp) cp.credentialId = `ct_${sha256hex(token).slice(0, 32)}`;
         principal = cp;
         if (cp) expires = Math.min(expires, cp.expiresAtMs);
       } else {

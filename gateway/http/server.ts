@@ -289,7 +289,7 @@ export class HttpGateway {
       if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
         IdempotencyStore.validateKey(idemKey);
         const fingerprint = sha256hex(`${inc.method} ${inc.path}?${inc.query}\n${canonicalJson(parsedBody ?? null)}`);
-        const claim = await this.idempotency.claim(principal.keyId, idemKey, fingerprint, requestId);
+        const claim = await this.idempotency.claim(principal.credentialId ?? principal.keyId, idemKey, fingerprint, requestId);
         if (claim.kind === 'replay') {
           reply = claim.response;
           headers['Idempotency-Replay'] = 'true';

@@ -13,6 +13,9 @@ export interface Principal {
   allowedTo: readonly string[];
   /** Requests per minute for this credential. */
   rateLimit: number;
+  /** What Idempotency-Keys are scoped to: the API key, or one client token (a token never replays its key's
+   *  responses, nor another token's). Absent: keyId. */
+  credentialId?: string;
 }
 
 export const DEFAULT_RATE_LIMIT = 600;

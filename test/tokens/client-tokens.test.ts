@@ -185,3 +185,22 @@ t.test('rotation: a gateway with a new secret still accepts tokens of the previo
   const dropped = await start({ CLIENT_TOKEN_SECRET: SECRET_B });
   t.equal((await httpCall(dropped.url, 'GET', '/v1/calls', { key: token })).status, 401, 'once the previous secret is dropped, its tokens stop');
 });
+
+t.test('Idempotency-Keys are scoped to the credential: a token never replays its key\'s response, nor another token\'s', async (t) => {
+  const body = { from_number: org.from, to_number: '+14155554567' };
+  const headers = { 'idempotency-key': 'shared-key-between-credentials' };
+  const viaKey = await env.request('POST', '/v1/webrtc-token', { key: org.api_key, body, headers });
+  t.equal(viaKey.status, 201);
+  const tokenA = await minted(t, { from_numbers: [org.from] });
+  const tokenB = await minted(t, { from_numbers: [org.from], ttl_seconds: 120 });
+  const a1 = await env.request('POST', '/v1/webrtc-token', { key: tokenA, body, headers });
+  t.equal(a1.status, 201);
+  t.notOk(a1.headers['idempotency-replay'], 'the token ran its own request');
+  t.not(a1.body.data.call_id, viaKey.body.data.call_id, 'a call of its own, not the key\'s');
+  const a2 = await env.request('POST', '/v1/webrtc-token', { key: tokenA, body, headers });
+  t.equal(a2.headers['idempotency-replay'], 'true', 'the same token replays its own response');
+  t.equal(a2.body.data.call_id, a1.body.data.call_id);
+  const b1 = await env.request('POST', '/v1/webrtc-token', { key: tokenB, body, headers });
+  t.equal(b1.status, 201);
+  t.not(b1.body.data.call_id, a1.body.data.call_id, 'another token of the same key runs its own request');
+});
