@@ -4,7 +4,7 @@
 // sandbox seconds; SANDBOX_TIME_SCALE multiplies them (0.01 makes a 10 s conversation last 100 ms).
 import type { Queue } from 'bullmq';
 import {
-  publishCarrierEvent, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
+  publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
   type LegRef, type LegRole, type OriginateRequest,
 } from './carrier.ts';
 
@@ -88,17 +88,22 @@ export class SandboxCarrier implements Carrier {
     return { carrier: this.name, callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq };
   }
 
-  /** Schedules the leg's script. Repeating it for the same leg id adds nothing (BullMQ drops duplicate job ids
-   *  while the first jobs exist; they are kept an hour after completion). */
+  /** Schedules the leg's script, all of it or nothing (one Redis transaction): a process killed half-way through
+   *  used to leave the answer scheduled without the hang-up, so the call looked endless (a late limit timer found
+   *  no earlier event pending and cut it off) and the repeated command timed the hang-up from the repeat.
+   *  Repeating it for the same leg id adds nothing (BullMQ drops duplicate job ids while the first jobs exist;
+   *  they are kept an hour after completion). */
   async originate(req: OriginateRequest): Promise<void> {
     const t0 = this.now();
     // Answers and ends are numbered (an end must not overtake its answer); ringing is not: a late ringing is moot.
     let seq = 0;
-    for (const step of sandboxScript(req.number, req.role, req.ringTimeoutSeconds)) {
+    await publishCarrierEvents(this.events, sandboxScript(req.number, req.role, req.ringTimeoutSeconds).map((step) => {
       const at = t0 + this.ms(step.at);
-      await publishCarrierEvent(this.events, this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
-        { delayMs: at - this.now(), dedupId: jobId(req.legId, 'ringing') });
-    }
+      return {
+        ev: this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
+        delayMs: at - t0, dedupId: jobId(req.legId, 'ringing'),
+      };
+    }));
   }
 
   /** Cancels what is still scheduled for the leg and reports it ended by us. */

@@ -60,7 +60,10 @@ t.test('200 concurrent dials against a channel limit of 10', async (t) => {
   t.ok(maxLiveRows <= 10, `never more than 10 channels of live calls in Postgres (max ${maxLiveRows})`);
   const ids = (await env.db.any('SELECT id FROM calls WHERE organization_id = $1', [org.organization_id])).map((r) => r.id).sort();
   t.same(ids, [...accepted].sort(), 'a row for every accepted dial and none for a rejected one');
-  t.equal(await channelsUsed(env, org.organization_id), 0, 'all released');
+  // A call's end is committed first and its channels released right after (an effect of the same job): a call can
+  // look settled an instant before its release.
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0, 10_000);
+  t.pass('all released');
   t.same([...(await channels.holds(org.organization_id)).keys()], []);
   await gw2.kill('SIGTERM');
 });

@@ -137,14 +137,19 @@ t.test('setup-cancel racing origination: a call is either canceled before anythi
       t.notOk(await carrierTouched(r.id, 'destination'), 'and the carrier never heard of them');
     } else {
       running++;
-      t.equal(r.result, 'already_originated');
+      // Origination won: the call was left running, or (a loaded machine answering the hangup late: the whole call
+      // lasts 0.6 s here) had already run to its end.
+      t.ok(r.result === 'already_originated' || r.result === 'already_ended', `origination won (${r.result}, ${r.status})`);
       t.not(r.status, 'QUEUED');
+      if (r.result === 'already_ended') t.equal(r.status, 'COMPLETED', 'ended by itself, not by the setup hangup');
       t.match(c, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 10 }, 'an originated call was not interrupted');
     }
   }
   t.equal(canceled + running, N);
   t.comment(`race outcomes: ${canceled} canceled before origination, ${running} already originated`);
-  t.equal(await channelsUsed(env, org.organization_id), 0);
+  // The workers release a call's channels right after committing its end: wait for the last one.
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0, 10_000);
+  t.pass('channels released');
 });
 
 t.test('unknown, foreign and malformed ids; mode validation; scope', async (t) => {
@@ -178,5 +183,6 @@ t.test('call-length limit: organization and number settings, ended automatically
   const b = await settled(env, o, viaNumber.body.data.call_id, 30_000);
   t.match(b, { status: 'COMPLETED', disconnection_reason: 'max_duration_reached', duration_seconds: 120, max_duration_seconds: 120 });
   t.match(b.legs, [{ end_reason: 'local_hangup' }, { end_reason: 'local_hangup' }], 'both legs hung up at the limit');
-  t.equal(await channelsUsed(env, o.organization_id), 0);
+  await eventually(async () => (await channelsUsed(env, o.organization_id)) === 0, 10_000);
+  t.pass('channels released');
 });

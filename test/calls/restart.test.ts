@@ -1,34 +1,39 @@
 // The workers process is SIGKILLed mid-call and restarted: calls still end correctly (their timers are delayed
-// jobs in Redis), channels are released, webhooks are delivered once per event. Sandbox time scale 0.1 here.
+// jobs in Redis), channels are released, webhooks are delivered once per event. Sandbox time scale 0.2 here: a
+// conversation lasts 2 s, long enough for a loaded machine to kill the workers before it is over.
 import t from 'tap';
 import { eventually } from '../helpers/env.ts';
 import { aiCall, callEnv, callOrg, channelsUsed, deliveriesFor, dial, getCall, settled, sleep, startRx, subscribeCalls, waitStatus } from './helpers.ts';
 
-const { env, workers } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1' });
+const SCALE = 0.2;
+const { env, workers } = await callEnv(t, { SANDBOX_TIME_SCALE: String(SCALE) });
 const rx = await startRx(t);
-const org = await callOrg(env, { max_call_minutes: 1 }); // 60 s limit = 6 s here
+const org = await callOrg(env, { max_call_minutes: 1 }); // 60 s limit = 12 s here
 await subscribeCalls(env, rx, org);
 
 t.test('SIGKILL mid-call, restart: talking, ringing and limit-bound calls all end correctly', async (t) => {
-  const talking = (await aiCall(env, org, '+14155554567')).body.data.call_id; // answered at 0.2 s, hangs up at 1.2 s
-  const ringing = (await aiCall(env, org, '+14155550002')).body.data.call_id; // rings out at 3 s
-  const forever = (await dial(env, org, '+14155550008', '+12125550008')).body.data.call_id; // ends at the 6 s limit
-  await waitStatus(env, org, talking, 'ANSWERED');
+  const ringing = (await aiCall(env, org, '+14155550002')).body.data.call_id; // rings out at 6 s
+  const forever = (await dial(env, org, '+14155550008', '+12125550008')).body.data.call_id; // ends at the 12 s limit
   await waitStatus(env, org, ringing, 'RINGING');
-  await waitStatus(env, org, forever, 'ANSWERED');
-  // Killed while ringing: its answer and its hang-up both fall due while the workers are down, and may then be
-  // taken in either order (numbered events: the hang-up waits for the answer).
+  const f = await waitStatus(env, org, forever, 'ANSWERED');
+  // Placed last, right before the kill: answered at 0.4 s, hangs up at 2.4 s.
+  const talking = (await aiCall(env, org, '+14155554567')).body.data.call_id;
+  // Killed while ringing (or just answered): its answer and its hang-up both fall due while the workers are down,
+  // and may then be taken in either order (numbered events: the hang-up waits for the answer).
   const overtaken = (await aiCall(env, org, '+14155551234')).body.data.call_id;
+  await waitStatus(env, org, talking, 'ANSWERED');
   await eventually(async () => ['RINGING', 'ANSWERED'].includes((await getCall(env, org, overtaken)).status), 10_000, 10);
-  t.equal(await channelsUsed(env, org.organization_id), 5);
-
   await workers!.kill('SIGKILL');
-  const killedAt = Date.now();
+  const ids = [ringing, forever, talking, overtaken];
+  const statuses = async () => Promise.all(ids.map(async (id) => (await getCall(env, org, id)).status));
+  const down = await statuses();
+  t.match(down, ['RINGING', 'ANSWERED', 'ANSWERED', /^(RINGING|ANSWERED)$/], 'killed mid-call: all four calls live');
+  t.equal(await channelsUsed(env, org.organization_id), 5, 'channels held');
   await sleep(1500);
-  t.equal((await getCall(env, org, talking)).status, 'ANSWERED', 'nothing moves while workers are down');
+  t.same(await statuses(), down, 'nothing moves while workers are down');
   t.equal(await channelsUsed(env, org.organization_id), 5, 'channels still held');
-  // Stay down past every scripted moment: the hang-up, the ring-out and the call-length limit.
-  await sleep(Math.max(0, 7000 - (Date.now() - killedAt)));
+  // Stay down past every scripted moment: the hang-ups, the ring-out and the call-length limit (the last of them).
+  await sleep(Math.max(0, Date.parse(f.answered_at) + 60_000 * SCALE + 1000 - Date.now()));
 
   const again = env.spawn('workers');
   await again.ready();
