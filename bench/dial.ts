@@ -15,7 +15,7 @@
 //                  run, workers stopped) by BENCH_MAX_WORKERS (default 2) workers processes: calls reaching a terminal
 //                  state per second (whole drain from the workers' start, and the steady rate between 10 % and
 //                  90 % of the calls ended), so what N workers processes add is measured on the same machine.
-// Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see README).
+// Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see docs/benchmarks.md).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
