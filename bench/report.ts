@@ -37,7 +37,8 @@ export function writeResult(name: string, figures: Figure[], opts: { note?: stri
     benchmark: name,
     measured_at: new Date().toISOString(),
     machine: { cores: availableParallelism(), load_average: loadavg().map((l) => Math.round(l * 100) / 100) },
-    figures,
+    // A figure a run could not measure (NaN: no samples) is left out rather than written as null.
+    figures: figures.filter((f) => (Array.isArray(f.value) ? f.value : [f.value]).every(Number.isFinite)),
     ...(opts.note ? { note: opts.note } : {}),
   };
   const dir = opts.dir ?? RESULTS_DIR;
@@ -48,5 +49,5 @@ export function writeResult(name: string, figures: Figure[], opts: { note?: stri
   return path;
 }
 
-/** Rounds a measured figure for the JSON (3 significant decimals is plenty for any of them). */
+/** Rounds a measured figure for the JSON (to `digits` decimals, 2 by default). */
 export const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
