@@ -15,7 +15,7 @@
 //                  run, workers stopped) by BENCH_MAX_WORKERS (default 2) workers processes: calls reaching a terminal
 //                  state per second (whole drain from the workers' start, and the steady rate between 10 % and
 //                  90 % of the calls ended), so what N workers processes add is measured on the same machine.
-// Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see README).
+// Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see docs/benchmarks.md).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -33,6 +33,7 @@ import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
+import { round, writeResult, type Figure } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -306,6 +307,23 @@ async function main(): Promise<void> {
     const target = figures.saturation_with_workers.accepted_per_second >= 1000;
     console.log(`target >= 1,000 accepted dials/s with the workers running: ${target ? 'met' : 'NOT met'}`);
     console.log(JSON.stringify(figures));
+    const results: Figure[] = [
+      { name: 'accepted dials/s, gateway alone (workers stopped)', value: figures.gateway_alone.accepted_per_second, unit: 'dials/s' },
+      { name: 'accepted dials/s with the workers running', value: figures.saturation_with_workers.accepted_per_second, unit: 'dials/s',
+        target: '>= 1,000/s', met: target },
+      { name: `end of call → call_completed webhook at ${PACED_RATE} dials/s, p50`, value: round(figures.paced.end_to_webhook_ms.p50, 1), unit: 'ms' },
+      { name: `end of call → call_completed webhook at ${PACED_RATE} dials/s, p99`, value: round(figures.paced.end_to_webhook_ms.p99, 1), unit: 'ms' },
+      { name: 'workers\' capacity, dial → webhook delivered (saturated)', value: figures.saturation_with_workers.workers_calls_per_second, unit: 'calls/s' },
+    ];
+    for (const p of progression) {
+      const w = `${p.workers} workers process${p.workers > 1 ? 'es' : ''}`;
+      results.push({ name: `${w}: backlog → terminal, whole drain`, value: p.calls_per_second, unit: 'calls/s' },
+        { name: `${w}: backlog → terminal, steady`, value: p.steady_calls_per_second, unit: 'calls/s',
+          ...(p.workers === 1 ? { target: '>= 1,000/s per process', met: p.steady_calls_per_second >= 1000 } : {}) },
+        { name: `${w}: CPU per call, workers`, value: p.workers_cpu_ms_per_call, unit: 'ms' },
+        { name: `${w}: CPU per call, Redis server`, value: p.redis_cpu_ms_per_call, unit: 'ms' });
+    }
+    writeResult('dial', results, { note: `wrk ${figures.settings.wrk}, SANDBOX_TIME_SCALE=${SCALE}` });
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill(process.env.BENCH_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
     if (process.env.BENCH_CPU_PROF) await sleep(3000);

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from '../gateway/http/types.ts';
+import { round, writeResult } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -259,6 +260,13 @@ async function main(): Promise<void> {
     console.log(`\nratio b/a ${ratio.toFixed(3)} (rounds: ${bs.map((r, i) => (r.rps / as[i].rps).toFixed(2)).join(', ')})   b p99 ${p99.toFixed(2)} ms`);
     console.log(`verdict: ${ok ? 'PASS' : 'MISS'} (target b >= 0.5 x a and p99 < 10 ms${non2xx ? ', all responses 200' : ''}): ` +
       `ratio ${ratio.toFixed(2)} ${ratio >= 0.5 ? '>=' : '<'} 0.5, p99 ${p99.toFixed(2)} ms ${p99 < 10 ? '<' : '>='} 10 ms`);
+    writeResult('gateway', [
+      { name: '(a) bare uWebSockets.js hello-world, median of the rounds', value: Math.round(a), unit: 'req/s' },
+      { name: `(b) authenticated GET ${path} through the full pipeline, median of the rounds`, value: Math.round(b), unit: 'req/s' },
+      { name: '(b) worst p99', value: round(p99), unit: 'ms', target: '< 10 ms', met: p99 < 10 },
+      { name: 'ratio of the medians (b)/(a)', value: round(ratio, 3), unit: '×', target: '>= 0.5', met: ratio >= 0.5 },
+      { name: '(b) non-2xx responses', value: non2xx, unit: 'responses', target: '0', met: non2xx === 0 },
+    ], { note: `wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${bs.length} alternating rounds` });
   } finally {
     await cleanup();
   }

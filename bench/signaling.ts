@@ -17,6 +17,9 @@ import { readFileSync } from 'node:fs';
 import { WebSocket } from 'undici';
 import { callOrg } from '../test/calls/helpers.ts';
 import { testEnv, type TestEnv, type Proc } from '../test/helpers/env.ts';
+import { round, writeResult, type Figure } from './report.ts';
+
+const figures: Figure[] = [];
 
 const TICKETS = Number(process.env.BENCH_TICKETS ?? 2000);
 const MEDIA_TICKETS = Number(process.env.BENCH_MEDIA_TICKETS ?? 300);
@@ -117,6 +120,12 @@ async function phase(name: string, url: string, tokens: string[], pid: number) {
     `connect+hello→welcome p50 ${pct(total, 50).toFixed(1)} ms, p99 ${pct(total, 99).toFixed(1)} ms ` +
     `(concurrency ${Math.min(CONCURRENCY, tokens.length)}); CPU: signaling ${(100 * sigCpu / seconds).toFixed(0)} % of a core ` +
     `(${(1000 * sigCpu / ok).toFixed(2)} ms per redemption), this client ${(100 * (self.user + self.system) / 1e6 / seconds).toFixed(0)} %`);
+  figures.push(
+    { name: `${name}: ticket redemptions (${failed} failed)`, value: Math.round(ok / seconds), unit: 'redemptions/s', target: '>= 1,000/s', met: ok / seconds >= 1000 },
+    { name: `${name}: hello → welcome p50`, value: round(pct(hello, 50), 1), unit: 'ms' },
+    { name: `${name}: hello → welcome p99`, value: round(pct(hello, 99), 1), unit: 'ms' },
+    { name: `${name}: signaling CPU per redemption`, value: round(1000 * sigCpu / ok), unit: 'ms' },
+    { name: `${name}: signaling's share of a core`, value: Math.round(100 * sigCpu / seconds), unit: '%' });
   for (const ws of sockets) ws.close();
   return ok / seconds;
 }
@@ -144,6 +153,7 @@ try {
     await media.kill('SIGTERM');
   }
   console.log(`load average after: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  writeResult('signaling', figures, { note: `${TICKETS} + ${MEDIA_TICKETS} tickets, concurrency ${CONCURRENCY}` });
 } finally {
   for (const fn of teardowns.reverse()) await fn();
 }

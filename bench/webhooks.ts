@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { deliveryId } from '../shared/webhooks/signing.ts';
 import { testEnv } from '../test/helpers/env.ts';
+import { round, writeResult, type Figure } from './report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -123,6 +124,14 @@ try {
     console.log(`burst: deliveries per second since the first commit: ${[...perSecond].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}s:${n}`).join(' ')}`);
   }
   const per = (k: keyof typeof cpu0) => ((cpu1[k] - cpu0[k]) * 1e6 / EVENTS).toFixed(0);
+  const figures: Figure[] = [
+    { name: `burst of ${EVENTS} events, deliveries per second`, value: Math.round(rate), unit: 'deliveries/s', target: '>= 2,000/s', met: rate >= 2000 },
+    { name: 'burst, commit → receipt p50', value: round(burst.p50 / 1000), unit: 's' },
+    { name: 'burst, commit → receipt p99', value: round(burst.p99 / 1000), unit: 's' },
+    { name: 'CPU per delivery, workers process', value: Number(per('workers')), unit: 'µs' },
+    { name: 'CPU per delivery, Redis server (all its clients)', value: Number(per('redis')), unit: 'µs' },
+    { name: 'CPU per delivery, producer + receiver', value: Number(per('bench')), unit: 'µs' },
+  ];
   console.log(`burst: CPU per delivery: workers ${per('workers')} µs, redis server ${per('redis')} µs (all its clients), producer+receiver ${per('bench')} µs `
     + `(load average ${(await import('node:os')).loadavg()[0].toFixed(1)} on ${(await import('node:os')).availableParallelism()} cores)`);
 
@@ -141,9 +150,13 @@ try {
     const paced = latencies(idsSince(pacedFrom));
     console.log(`paced: ${PACED_EVENTS} events at ${PACED_RATE}/s in commits of ${per}; commit-to-receipt p50 ${Math.round(paced.p50)} ms, `
       + `p99 ${Math.round(paced.p99)} ms, max ${Math.round(paced.max)} ms`);
+    figures.push({ name: `paced ${PACED_RATE}/s, commit → receipt p50`, value: Math.round(paced.p50), unit: 'ms' },
+      { name: `paced ${PACED_RATE}/s, commit → receipt p99`, value: Math.round(paced.p99), unit: 'ms' });
   }
   console.log(`duplicates (same event delivered twice): ${duplicates}`);
   console.log(JSON.stringify({ events: EVENTS, deliveries_per_s: Math.round(rate), burst_p50_ms: Math.round(burst.p50), burst_p99_ms: Math.round(burst.p99) }));
+  figures.push({ name: 'duplicates', value: duplicates, unit: 'deliveries', target: '0', met: duplicates === 0 });
+  writeResult('webhooks', figures, { note: `${EVENTS} events in transactions of ${BATCH}` });
 } finally {
   await workers.kill('SIGTERM');
   server.closeAllConnections();

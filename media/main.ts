@@ -1,5 +1,5 @@
 // The media process: a pool of mediasoup workers, one router per call, and the control API signaling drives them
-// with (beside /healthz on MEDIA_PORT). See README "Media".
+// with (beside /healthz on MEDIA_PORT). See docs/architecture.md, "Media".
 import { loadConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/log.ts';
 import { isLoopback, loadMediaSettings } from '../shared/media/settings.ts';

@@ -1,4 +1,4 @@
-// The SDK side of the softphone signaling protocol v1 (signaling/protocol.ts is the server's side; README "The
+// The SDK side of the softphone signaling protocol v1 (signaling/protocol.ts is the server's side; docs/reference/browser-calling.md, "The
 // softphone WebSocket, protocol v1"): JSON text frames over one WebSocket. Every message type and field name the
 // browser sends or reads lives in this file and nowhere else; the rest of the SDK speaks the neutral types below.
 

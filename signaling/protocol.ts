@@ -1,4 +1,4 @@
-// The softphone wire protocol, version 1 (README "Browser calling" documents it). JSON text frames. The first
+// The softphone wire protocol, version 1 (docs/reference/browser-calling.md documents it). JSON text frames. The first
 // message must be `hello`; everything else is refused until it succeeds.
 export const PROTOCOL_VERSION = 1;
 

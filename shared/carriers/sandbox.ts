@@ -13,7 +13,7 @@ export const SANDBOX_PRICE_CENTS_PER_MINUTE = 1;
 export const SANDBOX_RING_SECONDS = 2;
 export const SANDBOX_TALK_SECONDS = 10;
 
-/** The sandbox's test numbers (README "Sandbox test numbers" is this table). */
+/** The sandbox's test numbers (docs/guide/getting-started.md, "The sandbox's test numbers", is this table). */
 export const SANDBOX_NUMBERS: { last4: string; outcome: string }[] = [
   { last4: '0001', outcome: 'busy (`busy`)' },
   { last4: '0002', outcome: 'rings out (`no_answer`)' },

@@ -11,7 +11,7 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 // How long a request may run before its claim lapses (a crashed gateway must not lock a key for a day).
 export const DEFAULT_LEASE_MS = 60_000;
 // Printable ASCII. Bytes >= 0x80 inside the value reach it (decoded, or as U+FFFD) and fail here; uWebSockets.js
-// trims them at either end of a header value before JS sees it (README, Idempotency), which no pattern can catch.
+// trims them at either end of a header value before JS sees it (docs/architecture.md, "Idempotency design"), which no pattern can catch.
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }

@@ -1,7 +1,7 @@
 // HTTP versions over a raw socket. HTTP/1.1 is answered; HTTP/1.0 should get a status (505 or a served response with
 // Connection: close), but this uWebSockets.js build (20.30) drops it inside its native parser before any JavaScript
 // runs: no handler is called and the socket is closed after uWS's idle timeout (~10 s). That check is a tap `todo`
-// until the gateway runs on a uWS build that answers (see README, "Not done yet").
+// until the gateway runs on a uWS build that answers (see docs/status.md).
 import { connect } from 'node:net';
 import t from 'tap';
 import { testEnv } from '../helpers/env.ts';
