@@ -33,7 +33,7 @@ const pct = (xs: number[], p: number) => {
 
 const teardowns: (() => unknown)[] = [];
 const env: TestEnv = await testEnv({ teardown: (fn) => { teardowns.push(fn); } }, {
-  env: { SANDBOX_TIME_SCALE: '0.01', LOG_LEVEL: 'warn', TICKET_CLEANUP_SECONDS: '600' },
+  env: { SANDBOX_TIME_SCALE: '0.01', LOG_LEVEL: 'warn', TICKET_CLEANUP_SECONDS: '600', DATABASE_POOL_MAX: '' }, // '': each process's own pool size, not the tests' 5
 });
 
 async function issue(n: number): Promise<string[]> {

@@ -34,7 +34,7 @@ const PACED_RATE = Number(args['paced-rate']);
 const PACED_EVENTS = Number(args['paced-events']);
 
 const teardowns: (() => unknown)[] = [];
-const env = await testEnv({ teardown: (fn) => teardowns.push(fn) }, { gateway: false, env: { WEBHOOK_ALLOW_INSECURE: '1' } });
+const env = await testEnv({ teardown: (fn) => teardowns.push(fn) }, { gateway: false, env: { WEBHOOK_ALLOW_INSECURE: '1', DATABASE_POOL_MAX: '' } }); // '': the processes' own pool sizes, not the tests' 5
 
 const committedAt = new Map<string, number>(); // by webhook-id
 const receivedAt = new Map<string, number>();

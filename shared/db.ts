@@ -9,16 +9,16 @@ pgp.pg.types.setTypeParser(20, (v: string) => Number(v));
 export type Db = ReturnType<typeof createDb>;
 export type Tx = pgPromise.ITask<unknown>;
 
-// Several pools on one database in one process are legitimate (tests run gateway replicas side by side; the
-// admin helpers open short-lived ones). Each gets its own application_name, so pg_stat_activity tells them apart
-// and pg-promise does not take them for one Database object created twice.
+// Several pools in one process are legitimate (tests run gateway replicas and several databases side by side; the
+// admin helpers open short-lived ones). Each gets its own application_name (owner#n from the second pool of an
+// owner on), so pg_stat_activity tells them apart and pg-promise does not take them for one Database object
+// created twice (it compares connections with the port and database name masked, so counting per URL is not enough).
 const poolsOpened = new Map<string, number>();
 
 export function createDb(url: string, max = 10, owner = 'openline') {
-  const connectionString = withUser(url);
-  const n = (poolsOpened.get(connectionString) ?? 0) + 1;
-  poolsOpened.set(connectionString, n);
-  return pgp({ connectionString, max, allowExitOnIdle: true, application_name: n === 1 ? owner : `${owner}#${n}` });
+  const n = (poolsOpened.get(owner) ?? 0) + 1;
+  poolsOpened.set(owner, n);
+  return pgp({ connectionString: withUser(url), max, allowExitOnIdle: true, application_name: n === 1 ? owner : `${owner}#${n}` });
 }
 
 /** libpq falls back to the login name when a URL names no user; node-postgres needs $USER for that, which
