@@ -1,8 +1,9 @@
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { validationError } from '../../shared/errors.ts';
 import { fieldMap } from './request-guards.ts';
+import { explainAjvError } from '../../shared/ajv-fields.ts';
 
 // ajv-formats is CommonJS: under NodeNext its function sits on .default.
 const addFormats = (addFormatsModule as unknown as { default: (a: Ajv) => Ajv }).default;
@@ -12,25 +13,6 @@ const bodyAjv = new Ajv({ allErrors: true, useDefaults: true, strict: false, coe
 const textAjv = new Ajv({ allErrors: true, useDefaults: true, strict: false, coerceTypes: true });
 addFormats(bodyAjv);
 addFormats(textAjv);
-
-/** "/members/0/phone_id" -> "members[0].phone_id" */
-function fieldPath(pointer: string): string {
-  return pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : acc ? `${acc}.${seg}` : seg), '');
-}
-
-function explain(e: ErrorObject): [string, string] {
-  const at = fieldPath(e.instancePath);
-  const join = (name: string) => (at ? `${at}.${name}` : name);
-  switch (e.keyword) {
-    case 'required': return [join((e.params as { missingProperty: string }).missingProperty), 'is required'];
-    case 'additionalProperties': return [join((e.params as { additionalProperty: string }).additionalProperty), 'is not a recognized field'];
-    case 'enum': return [at, `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`];
-    case 'const': return [at, `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`];
-    case 'anyOf': return [at, 'does not match any allowed form'];
-    default: return [at, e.message ?? 'is invalid'];
-  }
-}
 
 // Ajv coerces text with Number(), which takes "0x10", " 10", "1e1" and "+10": numbers in paths and query strings
 // must be written in plain decimal, checked before coercion.
@@ -68,7 +50,7 @@ export function compileValidator(schema: TSchema, kind: 'body' | 'query' | 'para
     for (const e of fn.errors ?? []) {
       // anyOf reports each branch too; the specific branch errors are noise next to its summary.
       if (e.schemaPath.includes('/anyOf/')) continue;
-      const [k, msg] = explain(e);
+      const [k, msg] = explainAjvError(e);
       const key = k || kind;
       if (!fields[key]) fields[key] = msg;
     }
