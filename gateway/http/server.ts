@@ -302,8 +302,14 @@ export class HttpGateway {
             reply = r.status < 300 && claim.recorded ? claim.recorded : r;
           } catch (err) {
             // Another attempt with this key committed first: this one rolled back; answer with the winner's response.
-            if (!(err instanceof IdempotencyRecordExists)) reply = serialize(errorReply(err, this.deps.log, requestId));
-            else { reply = await claim.replayCommitted(); lost = true; headers['Idempotency-Replay'] = 'true'; }
+            if (err instanceof IdempotencyRecordExists) {
+              reply = await claim.replayCommitted(); lost = true; headers['Idempotency-Replay'] = 'true';
+            } else {
+              reply = serialize(errorReply(err, this.deps.log, requestId));
+              // A 409 can be the effect of a racing twin (same key and request) that committed first: replay it.
+              const twin = reply.status === 409 ? await claim.committedTwin() : null;
+              if (twin) { reply = twin; lost = true; headers['Idempotency-Replay'] = 'true'; }
+            }
           }
           if (FAULT === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
           if (!lost) await claim.finish(reply);

@@ -86,6 +86,12 @@ export class IdempotencyStore {
       JSON.stringify(res?.headers ?? {}), IDEMPOTENCY_RETENTION_MS, originalRequestId);
   }
 
+  /** The committed record of this key and request, if any (a different request with the key is not a twin). */
+  async committedIfAny(id: RecordId): Promise<DurableRecord | null> {
+    const durable = await findRecord(this.db, id.credentialId, id.keyHash, IDEMPOTENCY_RETENTION_MS);
+    return durable && durable.fingerprint === id.fingerprint ? durable : null;
+  }
+
   /** The committed record of a key whose write lost to another attempt's (see NewClaim.replayCommitted). */
   async committed(id: RecordId): Promise<DurableRecord> {
     const durable = await findRecord(this.db, id.credentialId, id.keyHash, IDEMPOTENCY_RETENTION_MS);
@@ -122,6 +128,17 @@ export class NewClaim {
       await this.store.settle(this.recordKey, this.id.requestId, null);
       throw err;
     }
+  }
+
+  /** After this attempt failed with a conflict: the response of a racing attempt with the same key and request that
+   *  committed first, if there is one. Its effect is what made this attempt conflict (the duplicate subscription,
+   *  the number already held), so the client gets the replay, not the 409. Null when no twin committed. */
+  async committedTwin(): Promise<StoredResponse | null> {
+    const durable = await this.store.committedIfAny(this.id);
+    if (!durable) return null;
+    const res = fromRecord(durable);
+    await this.store.settle(this.recordKey, this.id.requestId, res, durable.request_id);
+    return res;
   }
 
   /** Stores a 2xx response (the recorded one when the handler wrote it), releases the key otherwise. */

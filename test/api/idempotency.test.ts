@@ -54,7 +54,31 @@ const widgets: Plugin = (routes) => {
   });
 };
 
-const env = await testEnv(t, { plugins: [widgets] });
+/** A second gate, for the attempt that must run after the first one committed. */
+let gate2: Promise<void> = Promise.resolve();
+let openGate2: () => void = () => undefined;
+const closeGate2 = () => { gate2 = new Promise((r) => { openGate2 = r; }); };
+
+// An effect that refuses a duplicate with 409 (as a subscription of a URL already subscribed, or a number already
+// held, do): an attempt that runs after its twin committed conflicts with the twin's own effect.
+const uniqueAgents: Plugin = (routes) => {
+  routes.add({
+    method: 'POST', path: '/v1/test/unique-agents', scope: 'account:read', tag: 'Test', summary: 'Test-only: refuses a duplicate name.',
+    body: Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+    response: { status: 201 },
+    handler: async (ctx) => {
+      executions.set(ctx.body.name, ran(ctx.body.name) + 1);
+      await gate; // the gate current when the attempt arrives
+      const taken = await ctx.deps.db.oneOrNone('SELECT id FROM agents WHERE organization_id = $1 AND name = $2 AND deleted_at IS NULL',
+        [ctx.principal.organizationId, ctx.body.name]);
+      if (taken) throw new ApiError('subscription_exists', `${ctx.body.name} exists.`, { fields: { name: 'exists' } });
+      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: { id: a.id } } });
+      return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, { name: ctx.body.name }, ctx.idempotent(reply)));
+    },
+  });
+};
+
+const env = await testEnv(t, { plugins: [widgets, uniqueAgents] });
 const org = await env.bootstrap({ scopes: ['account:read'] });
 let seq = 0;
 const fresh = (p: string) => `${p}-${++seq}-${Date.now()}`;
@@ -198,6 +222,35 @@ t.test('two attempts past a lost claim: one commits, the other rolls back and re
   const later = await send();
   t.equal(later.text, ra.text, 'a later retry replays it too');
   t.equal(ran(name), 2, 'and does not execute');
+});
+
+t.test('an attempt refused (409) because its twin with the same key committed first replays the twin', async (t) => {
+  const name = fresh('twin');
+  const idem = fresh('idem');
+  const record = `${env.config.redisPrefix}:idem:${org.api_key_id}:${sha256hex(idem)}`;
+  closeGate();
+  closeGate2();
+  const a = env.request('POST', '/v1/test/unique-agents', { key: org.api_key, body: { name }, headers: { 'idempotency-key': idem } });
+  await eventually(async () => ran(name) === 1);
+  await env.redis.del(record); // the first claim lapses while it still runs
+  // The second attempt (same key, same body) passes the claim before the first commits, and waits on a gate of its
+  // own, so it checks for a duplicate only after the first committed.
+  gate = gate2;
+  const b = env.request('POST', '/v1/test/unique-agents', { key: org.api_key, body: { name }, headers: { 'idempotency-key': idem } });
+  await eventually(async () => ran(name) === 2);
+  openGate();
+  const ra = await a;
+  t.equal(ra.status, 201, 'the first attempt committed');
+  openGate2();
+  const rb = await b;
+  t.equal(rb.status, 201, 'the second answers the committed 201, not its own 409');
+  t.equal(rb.headers['idempotency-replay'], 'true');
+  t.equal(rb.text, ra.text, 'the same response');
+  const rows = await env.db.any('SELECT id FROM agents WHERE organization_id = $1 AND name = $2 AND deleted_at IS NULL', [org.organization_id, name]);
+  t.equal(rows.length, 1, 'one row');
+  // Without a twin a 409 stays a 409.
+  const other = await env.request('POST', '/v1/test/unique-agents', { key: org.api_key, body: { name }, headers: { 'idempotency-key': fresh('idem') } });
+  t.equal(other.status, 409, 'a new key hitting the duplicate is refused');
 });
 
 t.test('a committed effect whose Redis record was lost replays from PostgreSQL', async (t) => {
