@@ -23,7 +23,7 @@ interface Identity {
   user: { id: string; email: string; name: string | null } | null;
   organization: { id: string; name: string; slug: string };
 }
-interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number }
+interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number; own_brand_enterprise: boolean }
 
 interface IdentityEntry { value: Promise<Identity>; resolved: Identity | null; expires: number }
 
@@ -114,10 +114,12 @@ class AccountReader {
     try {
       const rows = await this.db.any({
         name: 'account-footprint',
-        text: `SELECT organization_id, count(*)::int AS phones, count(reputation_enrolled_at)::int AS enrolled
-                 FROM phone_numbers
-                WHERE organization_id = ANY($1::uuid[]) AND status <> 'RELEASED'
-                GROUP BY organization_id`,
+        text: `SELECT o.id AS organization_id, o.own_brand_enterprise, count(p.id)::int AS phones,
+                      count(p.reputation_enrolled_at)::int AS enrolled
+                 FROM organizations o
+                 LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.status <> 'RELEASED'
+                WHERE o.id = ANY($1::uuid[])
+                GROUP BY o.id`,
         values: [[...batch.keys()]],
       });
       const byOrg = new Map(rows.map((r) => [r.organization_id as string, r]));
@@ -125,7 +127,7 @@ class AccountReader {
       if (keep && this.footprints.size + batch.size > MAX_ENTRIES) this.footprints.clear();
       for (const [org, waiters] of batch) {
         const r = byOrg.get(org);
-        const f = { phone_numbers: r?.phones ?? 0, enrolled_reputation_numbers: r?.enrolled ?? 0 };
+        const f = { phone_numbers: r?.phones ?? 0, enrolled_reputation_numbers: r?.enrolled ?? 0, own_brand_enterprise: r?.own_brand_enterprise === true };
         if (keep) this.footprints.set(org, f);
         for (const w of waiters) w.resolve(f);
       }
@@ -200,8 +202,7 @@ function snapshotDocument(p: Principal, identity: Identity, footprint: Footprint
     footprint: {
       phone_numbers: footprint.phone_numbers,
       enrolled_reputation_numbers: footprint.enrolled_reputation_numbers,
-      // Own-brand enterprise registration arrives with the caller-trust area; until then no organization has one.
-      own_brand_enterprise: false,
+      own_brand_enterprise: footprint.own_brand_enterprise,
     },
     is_demo: p.isDemo,
   };

@@ -118,7 +118,13 @@ async function reconcileSpend(rt: CallRuntime, report: ReconcileReport, now: num
       ? await db.any<{ id: string; ended: boolean; cost_cents: number }>(
         'SELECT id, ended_at IS NOT NULL AS ended, cost_cents FROM calls WHERE id = ANY($1::uuid[])', [ids])
       : [];
-    const byId = new Map(rows.map((r) => [r.id, r]));
+    // A reservation that is no call may be a charge (shared/spend/charges.ts) whose settle was lost after its row
+    // committed: it settles at the row's price.
+    const missing = ids.filter((id) => !rows.some((r) => r.id === id));
+    const charges = missing.length
+      ? await db.any<{ id: string; cost_cents: number }>('SELECT id, cents AS cost_cents FROM spend_charges WHERE id = ANY($1::uuid[])', [missing])
+      : [];
+    const byId = new Map([...rows, ...charges.map((c) => ({ ...c, ended: true }))].map((r) => [r.id, r]));
     for (const [callId, r] of state.calls) {
       const row = byId.get(callId);
       if (row?.ended || (!row && now - r.admittedAt > ORPHAN_HOLD_MS)) {
