@@ -19,9 +19,10 @@ import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-we
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
+import { optimizeRoutes, registerOptimizePublic } from './routes/optimize.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes, optimizeRoutes];
 
 export interface GatewayOptions {
   config: Config;
@@ -85,6 +86,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   // The browser softphone page and its SDK bundle (static).
   await registerSoftphone(gateway, config, log);
+
+  // The Optimize tag and its collector (public: the property's public key names the property).
+  registerOptimizePublic(gateway);
 
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);

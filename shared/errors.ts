@@ -48,6 +48,11 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Optimize: an illegal test state move (fields.status is the current status), a domain registered twice, a
+  // conversion for a visitor the test never assigned.
+  test_state_conflict: { status: 409 },
+  property_exists: { status: 409 },
+  visitor_not_assigned: { status: 422 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +105,10 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  test_state_conflict: 'The Optimize test\'s current status (fields.status) does not allow this change; see the allowed moves.',
+  property_exists: 'This domain is already registered as a property of the organization (fields.conflicts_with names it).',
+  visitor_not_assigned: 'The visitor was never assigned a variant of this test (the tag records an assignment when it shows '
+    + 'the test to an enrolled visitor); nothing was recorded.',
 };
 
 export interface ApiErrorOptions {

@@ -5,6 +5,8 @@ import { callsDial } from './processors/calls-dial.ts';
 import { carrierEvents } from './processors/carrier-events.ts';
 import { ticketCleanup } from './processors/ticket-cleanup.ts';
 import { callsReconciler } from './services/calls-reconciler.ts';
+import { optimizeRollup } from './processors/optimize-rollup.ts';
+import { optimizeRollupScheduler } from './services/optimize-rollup-scheduler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
@@ -12,5 +14,5 @@ import { numberProvisioningSweeper } from './services/number-provisioning-sweepe
 import { outboxRelay } from './services/outbox-relay.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup];
-export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup, optimizeRollup];
+export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention, optimizeRollupScheduler];

@@ -46,7 +46,7 @@ interface Compiled {
 
 /** What a raw (non-API) route answers: health checks, metrics, documents. */
 export interface RawReply { status: number; contentType: string; body: string | Buffer; headers?: Record<string, string> }
-export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null }) => Promise<RawReply> | RawReply;
+export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null; query: string; readonly remote: string }) => Promise<RawReply> | RawReply;
 
 interface Incoming {
   method: string;
@@ -208,7 +208,7 @@ export class HttpGateway {
   private async serveRaw(ex: Exchange, h: RawRoute, body: Buffer | null) {
     let out: RawReply;
     try {
-      out = await h({ headers: ex.headers, body });
+      out = await h({ headers: ex.headers, body, query: ex.query, get remote() { return ex.remote; } });
     } catch (err) {
       this.deps.log.error({ err }, 'raw route failed');
       out = { status: 500, contentType: 'text/plain', body: 'internal error' };

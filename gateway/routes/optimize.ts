@@ -1,0 +1,409 @@
+import { Type } from '@sinclair/typebox';
+import { FixedWindowLimiter } from '../../shared/ratelimit/index.ts';
+import { BOT_USER_AGENT, Collector } from '../../shared/optimize/collector.ts';
+import { evaluateTest } from '../../shared/optimize/completion.ts';
+import { conversionView, listConversions, recordConversion, type ConversionResult } from '../../shared/optimize/conversions.ts';
+import { GOAL_TYPES, URL_MATCH_TYPES } from '../../shared/optimize/goals.ts';
+import { LiveConfigs } from '../../shared/optimize/live-config.ts';
+import { OP_KINDS } from '../../shared/optimize/ops.ts';
+import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, scriptTag } from '../../shared/optimize/properties.ts';
+import { TEST_STATUSES } from '../../shared/optimize/states.ts';
+import { tagScript } from '../../shared/optimize/tag-source.ts';
+import { archiveTest, createTest, getTest, listTests, shipTest, testView, updateTest, type TestWithVariants } from '../../shared/optimize/tests.ts';
+import { PageQuery } from '../../shared/pagination.ts';
+import { asset, serve } from '../http/static-asset.ts';
+import type { HttpGateway, RawReply } from '../http/server.ts';
+import type { Plugin, Reply } from '../http/types.ts';
+import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+
+// Optimize: website A/B tests. The API (properties, snippet, tests, ship, results, conversions) is here; the rules live
+// in shared/optimize. The tag and the collector are public raw routes (registerOptimizePublic).
+
+const TAG = 'Optimize';
+
+const OpSchema = Type.Object({
+  op: Type.Union(OP_KINDS.map((k) => Type.Literal(k)), { description: 'The change: setText (value: the text, set as text, never markup), '
+    + 'setAttribute (name, value; an allow-list of attributes, no on* handlers, no srcdoc or style; URL attributes http(s), mailto, '
+    + 'tel or relative only), addClass / removeClass (value: one class name), setStyle (property, value; no url(), expression(), '
+    + '@import), hide (no other field), replaceHref (value: an http(s), mailto, tel or relative URL).' }),
+  selector: Type.String({ minLength: 1, maxLength: 300, description: 'CSS selector of the elements to change (no universal selector, no '
+    + 'script, style, iframe, object, embed, base, meta, link, template, noscript, svg or math elements).' }),
+  value: Type.Optional(Type.String({ maxLength: 5000, description: 'The text, attribute value, class name, style value or URL (see op).' })),
+  name: Type.Optional(Type.String({ maxLength: 64, description: 'setAttribute only: the attribute name.' })),
+  property: Type.Optional(Type.String({ maxLength: 64, description: 'setStyle only: the CSS property name.' })),
+}, { additionalProperties: false, description: 'One page change. Ops that could introduce script are refused with validation_error.' });
+
+const GoalSchema = Type.Object({
+  type: Type.Union(GOAL_TYPES.map((k) => Type.Literal(k)), { description: 'form_submit, tel_click, cta_click, selector_click (a click or '
+    + 'submit on selector) or url_visit (a page URL matching url_pattern).' }),
+  selector: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Click and submit goals: CSS selector (required for '
+    + 'cta_click and selector_click; form_submit defaults to "form", tel_click to a[href^="tel:"]).' })),
+  url_match_type: Type.Optional(Type.Union(URL_MATCH_TYPES.map((k) => Type.Literal(k)), { description: 'url_visit: exact, contains, prefix '
+    + 'or regex.' })),
+  url_pattern: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'url_visit: the pattern matched against the full page '
+    + 'URL; a regex must compile, be at most 200 characters, and not nest quantifiers or use backreferences.' })),
+}, { additionalProperties: false, description: 'What counts as a conversion.' });
+
+const VariantOut = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The variant id.' }),
+  name: Type.String({ description: 'The variant name (unique in the test).' }),
+  is_control: Type.Boolean({ description: 'Whether this is the control (the page unchanged); exactly one per test.' }),
+  weight: Type.Number({ description: 'Share of enrolled visitors sent to this variant (the weights of a test sum to 1).' }),
+  ops: Type.Array(OpSchema, { description: 'The page changes this variant applies.' }),
+  redirect_url: Nullable(Type.String(), 'Absolute URL the visitor is redirected to instead of applying ops; null for none.'),
+}, { description: 'A variant.' });
+
+const TestOut = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The test id.' }),
+  property_id: Type.String({ format: 'uuid', description: 'The property (website) the test runs on.' }),
+  name: Type.String({ description: 'The test name.' }),
+  page_url: Type.String({ description: 'The page the test runs on (host and path are matched; query and fragment ignored).' }),
+  hypothesis: Nullable(Type.String(), 'What the test is expected to show.'),
+  goal: GoalSchema,
+  status: Type.Union(TEST_STATUSES.map((s) => Type.Literal(s)), { description: 'draft, running, paused, completed, shipped or archived '
+    + '(see the allowed moves in the description of PATCH).' }),
+  traffic_split: Type.Number({ description: 'Share of visitors enrolled (0.05 to 1); the rest see the page unchanged and are not counted.' }),
+  winner_variant_id: Nullable(Type.String(), 'The variant the results rule declared the winner (completed tests); null otherwise.'),
+  shipped_variant_id: Nullable(Type.String(), 'The variant made permanent by POST ship; null until shipped.'),
+  variants: Type.Array(VariantOut, { description: 'The variants, control included.' }),
+  started_at: Nullable(Type.String({ format: 'date-time' }), 'When the test last started or resumed.'),
+  completed_at: Nullable(Type.String({ format: 'date-time' }), 'When the results rule completed it.'),
+  shipped_at: Nullable(Type.String({ format: 'date-time' }), 'When a variant was shipped.'),
+  created_at: Type.String({ format: 'date-time', description: 'When the test was created.' }),
+  updated_at: Type.String({ format: 'date-time', description: 'When the test last changed.' }),
+}, { description: 'An Optimize test.' });
+
+const PropertyOut = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The property id.' }),
+  domain: Type.String({ description: 'The registered host name; pages on it and its subdomains can run tests.' }),
+  name: Type.String({ description: 'A display name (defaults to the domain).' }),
+  public_key: Type.String({ description: 'Identifies the property to the tag and the collector; grants nothing else.' }),
+  verified_at: Nullable(Type.String({ format: 'date-time' }), 'When the tag first loaded from a page on the domain; null before.'),
+  created_at: Type.String({ format: 'date-time', description: 'When the property was registered.' }),
+}, { description: 'A registered website.' });
+
+const ConversionOut = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The conversion id.' }),
+  test_id: Type.String({ format: 'uuid', description: 'The test.' }),
+  variant_id: Type.String({ format: 'uuid', description: 'The visitor\'s recorded variant.' }),
+  visitor_id: Type.String({ description: 'The tag\'s visitor id (rd_sid cookie).' }),
+  source: Type.Union([Type.Literal('tag'), Type.Literal('api')], { description: 'tag: the test\'s goal reached in the browser; api: POST /v1/optimize/conversions.' }),
+  goal_type: Nullable(Type.String(), 'tag conversions: the goal type reached.'),
+  value: Type.Number({ description: 'The value in major units (USD).' }),
+  value_cents: Type.Integer({ description: 'The value in cents.' }),
+  currency: Type.String({ description: 'Always USD.' }),
+  metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'The metadata sent with an API conversion.' }),
+  counted: Type.Boolean({ description: 'Whether this is the visitor\'s first conversion of the test (the one results count).' }),
+  created_at: Type.String({ format: 'date-time', description: 'When it was recorded.' }),
+}, { description: 'A conversion.' });
+
+const VARIANTS_EXAMPLE = [
+  { id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f71', name: 'Control', is_control: true, weight: 0.5, ops: [], redirect_url: null },
+  { id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f72', name: 'Call now', is_control: false, weight: 0.5,
+    ops: [{ op: 'setText', selector: '#cta', value: 'Call us now' }, { op: 'setStyle', selector: '#cta', property: 'background-color', value: '#0a7f3f' }],
+    redirect_url: null },
+];
+const TEST_EXAMPLE = {
+  id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', property_id: '0193a4c0-1111-7d21-9f3a-6c8e2b1d4f70', name: 'Homepage CTA',
+  page_url: 'https://www.example.com/', hypothesis: 'A direct call to action gets more calls.',
+  goal: { type: 'tel_click', selector: 'a[href^="tel:"]' }, status: 'running', traffic_split: 1, winner_variant_id: null,
+  shipped_variant_id: null, variants: VARIANTS_EXAMPLE, started_at: '2026-11-20T15:04:05.000Z', completed_at: null, shipped_at: null,
+  created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
+};
+const PROPERTY_EXAMPLE = { id: '0193a4c0-1111-7d21-9f3a-6c8e2b1d4f70', domain: 'www.example.com', name: 'Example store',
+  public_key: 'olpk_3kQ9vX2mZr7TbN4pLs8dWq1e', verified_at: null, created_at: '2026-11-20T15:00:00.000Z' };
+const CONVERSION_EXAMPLE = { id: '0193a4d0-2222-7d21-9f3a-6c8e2b1d4f70', test_id: TEST_EXAMPLE.id, variant_id: VARIANTS_EXAMPLE[1].id,
+  visitor_id: 'kJ3n_x9QwE2rT5yU8iO0pA', source: 'api', goal_type: null, value: 49.9, value_cents: 4990, currency: 'USD',
+  metadata: { order_id: 'A-1001' }, counted: true, created_at: '2026-11-21T10:00:00.000Z' };
+
+const IdParams = UuidIdParams('test');
+const testReply = (status: number) => (tw: TestWithVariants): Reply => ({ status, body: { data: testView(tw) } });
+
+export const optimizeRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'POST', path: '/v1/optimize/properties', scope: 'optimize:write', tag: TAG, summary: 'Register a website',
+    description: 'Registers a website (a host name) for tests. A domain is registered once per organization (409 property_exists). '
+      + 'The property\'s public key goes into the snippet; verified_at stays null until the tag first loads from a page on the domain.',
+    examples: { request: { domain: 'www.example.com', name: 'Example store' }, response: { data: PROPERTY_EXAMPLE } },
+    body: Type.Object({
+      domain: Type.String({ minLength: 1, maxLength: 253, description: 'Host name such as www.example.com (no scheme, port or path).' }),
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Display name; defaults to the domain.' })),
+    }, { additionalProperties: false }),
+    response: { status: 201, schema: Type.Object({ data: PropertyOut }) },
+    errors: ['property_exists'],
+    handler: async ({ deps, principal, body }) =>
+      ({ status: 201, body: { data: propertyView(await createProperty(deps.db, principal.organizationId, body)) } }),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/properties', scope: 'optimize:read', tag: TAG, summary: 'List websites',
+    description: 'Lists the organization\'s registered websites, oldest first, with verified_at (set the first time the tag loaded '
+      + 'from a page on the domain, as told by the request\'s Origin or Referer). Read-only.',
+    examples: { response: { data: [PROPERTY_EXAMPLE] } },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(PropertyOut, { description: 'The properties.' }) }) },
+    handler: async ({ deps, principal }) =>
+      ({ status: 200, body: { data: (await listProperties(deps.db, principal.organizationId)).map(propertyView) } }),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/snippet', scope: 'optimize:read', tag: TAG, summary: 'Get the script tag',
+    description: 'The one <script> tag to paste into the <head> of every page of the website, before other scripts: it is '
+      + 'synchronous on purpose, so variants apply before first paint. Defaults to the organization\'s first property.',
+    examples: { response: { data: { property_id: PROPERTY_EXAMPLE.id, public_key: PROPERTY_EXAMPLE.public_key,
+      script_tag: `<script src="https://api.example.com/v1/optimize/tag.js?k=${PROPERTY_EXAMPLE.public_key}"></script>` } } },
+    query: Type.Object({ property_id: Type.Optional(Type.String({ description: 'The property (default: the first registered).' })) },
+      { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Object({
+      property_id: Type.String({ description: 'The property.' }),
+      public_key: Type.String({ description: 'The property\'s public key (identifies it; grants nothing else).' }),
+      script_tag: Type.String({ description: 'The tag to paste into <head>.' }),
+    }, { description: 'The snippet.' }) }) },
+    handler: async (ctx) => {
+      const p = await getProperty(ctx.deps.db, ctx.principal.organizationId, ctx.query.property_id);
+      return { status: 200, body: { data: { property_id: p.id, public_key: p.public_key, script_tag: scriptTag(ctx.baseUrl, p.public_key) } } };
+    },
+  });
+
+  routes.add({
+    method: 'POST', path: '/v1/optimize/tests', scope: 'optimize:write', tag: TAG, summary: 'Create a test',
+    description: 'Creates a test on a registered property (the one whose domain holds page_url, or property_id). 2 to 10 variants; '
+      + 'exactly one control (is_control, default the first variant), which shows the page unchanged; weights default equal and are '
+      + 'stored normalised to sum 1. Every op is checked: nothing that could introduce script is accepted (validation_error naming '
+      + 'the op field and why). start: true starts it at once (optimize.test.created then optimize.test.started); otherwise it is a draft.',
+    examples: {
+      request: { name: TEST_EXAMPLE.name, page_url: TEST_EXAMPLE.page_url, hypothesis: TEST_EXAMPLE.hypothesis, goal: TEST_EXAMPLE.goal,
+        variants: [{ name: 'Control', is_control: true }, { name: 'Call now', ops: VARIANTS_EXAMPLE[1].ops }], start: true },
+      response: { data: TEST_EXAMPLE },
+    },
+    body: Type.Object({
+      name: Type.String({ minLength: 1, maxLength: 200, description: 'The test name.' }),
+      page_url: Type.String({ minLength: 1, maxLength: 2000, description: 'Absolute URL of the page under test, on the property\'s domain.' }),
+      goal: GoalSchema,
+      variants: Type.Array(Type.Object({
+        name: Type.String({ minLength: 1, maxLength: 100, description: 'Variant name, unique in the test.' }),
+        ops: Type.Optional(Type.Array(OpSchema, { maxItems: 50, description: 'Page changes (none for the control).' })),
+        weight: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1000, description: 'Relative traffic weight (all or none).' })),
+        is_control: Type.Optional(Type.Boolean({ description: 'Marks the control (at most one).' })),
+        redirect_url: Type.Optional(Nullable(Type.String({ maxLength: 2000 }), 'Absolute http(s) URL to send the visitor to instead of ops.')),
+      }, { additionalProperties: false, description: 'A variant.' }), { minItems: 2, maxItems: 10, description: 'The variants, control included.' }),
+      traffic_split: Type.Optional(Type.Number({ minimum: 0.05, maximum: 1, description: 'Share of visitors enrolled, 0.05 to 1 (default 1).' })),
+      hypothesis: Type.Optional(Type.String({ maxLength: 2000, description: 'What the test is expected to show.' })),
+      start: Type.Optional(Type.Boolean({ description: 'Start serving at once (default false: a draft).' })),
+      property_id: Type.Optional(Type.String({ description: 'The property; default the one whose domain holds page_url.' })),
+    }, { additionalProperties: false }),
+    response: { status: 201, schema: Type.Object({ data: TestOut }) },
+    handler: async (ctx) => testReply(201)(await createTest(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(testReply(201)))),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/tests', scope: 'optimize:read', tag: TAG, summary: 'List tests',
+    description: 'Lists the organization\'s tests, newest first, optionally of one status; paged with limit and offset. Read-only.',
+    examples: { response: { data: [TEST_EXAMPLE], meta: { page_size: 20, offset: 0, total_results: 1 } } },
+    query: Type.Object({
+      status: Type.Optional(Type.Union(TEST_STATUSES.map((s) => Type.Literal(s)), { description: 'Only tests with this status.' })),
+      limit: PageQuery.limit,
+      offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100000, default: 0, description: 'How many tests to skip.' })),
+    }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(TestOut, { description: 'The tests, newest first.' }), meta: Type.Object({
+      page_size: Type.Integer({ description: 'The limit used.' }), offset: Type.Integer({ description: 'The offset used.' }),
+      total_results: Type.Integer({ description: 'How many tests match.' }) }, { description: 'Paging information.' }) }) },
+    handler: async ({ deps, principal, query }) => {
+      const limit = query.limit ?? 20;
+      const offset = query.offset ?? 0;
+      const { items, total } = await listTests(deps.db, principal.organizationId, { status: query.status, limit, offset });
+      return { status: 200, body: { data: items.map(testView), meta: { page_size: limit, offset, total_results: total } } };
+    },
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/tests/{id}', scope: 'optimize:read', tag: TAG, summary: 'Read a test',
+    description: 'One test of the organization with its goal and variants. Read-only.',
+    examples: { response: { data: TEST_EXAMPLE } }, params: IdParams,
+    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    handler: async ({ deps, principal, params }) => ({ status: 200, body: { data: testView(await getTest(deps.db, principal.organizationId, params.id)) } }),
+  });
+  routes.add({
+    method: 'PATCH', path: '/v1/optimize/tests/{id}', scope: 'optimize:write', tag: TAG, summary: 'Change, start or pause a test',
+    description: 'Changes name, hypothesis, page_url or traffic_split, and/or moves the test with status: running starts a draft or '
+      + 'resumes a paused test (optimize.test.started), paused pauses a running one. Allowed moves: draft → running, archived; '
+      + 'running → paused, completed (results rule), shipped, archived; paused → running, shipped, archived; completed → shipped, '
+      + 'archived; shipped → archived; archived → none. An illegal move answers 409 test_state_conflict with fields.status the '
+      + 'current status. page_url and traffic_split change only while draft, running or paused.',
+    examples: { request: { status: 'paused' }, response: { data: { ...TEST_EXAMPLE, status: 'paused' } } },
+    params: IdParams,
+    body: Type.Object({
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The test name.' })),
+      hypothesis: Type.Optional(Nullable(Type.String({ maxLength: 2000 }), 'What the test is expected to show; null clears it.')),
+      page_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'The page under test, on the property\'s domain.' })),
+      traffic_split: Type.Optional(Type.Number({ minimum: 0.05, maximum: 1, description: 'Share of visitors enrolled, 0.05 to 1.' })),
+      status: Type.Optional(Type.Union([Type.Literal('running'), Type.Literal('paused')], { description: 'running starts or resumes; paused pauses.' })),
+    }, { additionalProperties: false, minProperties: 1 }),
+    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    errors: ['test_state_conflict'],
+    handler: async (ctx) => testReply(200)(await updateTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(testReply(200)))),
+  });
+  routes.add({
+    method: 'DELETE', path: '/v1/optimize/tests/{id}', scope: 'optimize:write', tag: TAG, summary: 'Archive a test',
+    description: 'Archives the test: it stops serving and counting; its results stay readable and a shipped variant stays shipped. '
+      + 'Archiving an archived test answers 409 test_state_conflict.',
+    examples: { response: { data: { ...TEST_EXAMPLE, status: 'archived' } } }, params: IdParams,
+    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    errors: ['test_state_conflict'],
+    handler: async (ctx) => testReply(200)(await archiveTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(testReply(200)))),
+  });
+  routes.add({
+    method: 'POST', path: '/v1/optimize/tests/{id}/ship', scope: 'optimize:write', tag: TAG, summary: 'Ship a variant',
+    description: 'Makes a variant permanent and retires the test (status shipped, optimize.test.shipped): the tag then applies that '
+      + 'variant\'s ops (or redirect) to every visitor of the page, counting nothing. Allowed from running, paused and completed.',
+    examples: { request: { variant_id: VARIANTS_EXAMPLE[1].id },
+      response: { data: { ...TEST_EXAMPLE, status: 'shipped', shipped_variant_id: VARIANTS_EXAMPLE[1].id, shipped_at: '2026-11-25T09:00:00.000Z' } } },
+    params: IdParams,
+    body: Type.Object({ variant_id: Type.String({ description: 'The variant to make permanent.' }) }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    errors: ['test_state_conflict'],
+    handler: async (ctx) => testReply(200)(await shipTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.variant_id, ctx.idempotent(testReply(200)))),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/tests/{id}/results', scope: 'optimize:read', tag: TAG, summary: 'Read a test\'s results',
+    description: 'Per variant: impressions (visitors shown it), conversions (visitors who converted), conversion_rate, lift vs the '
+      + 'control, p_value (two-sided two-proportion z-test), probability_to_beat_control (Beta(1,1) posteriors), revenue_cents; the '
+      + 'decision (winner, collecting, no_difference, inconclusive) by the rules of docs/reference/optimize.md; a sample-ratio '
+      + 'mismatch warning; and daily counts per variant per UTC day. Counts are the rolled-up ones (the collector\'s counters reach '
+      + 'PostgreSQL about every second). Reading the results of a running test applies the completion rule: a winner or '
+      + 'no_difference decision completes the test (optimize.test.winner or optimize.test.completed).',
+    params: IdParams,
+    examples: { response: { data: {
+      test_id: TEST_EXAMPLE.id, status: 'running',
+      variants: [
+        { variant_id: VARIANTS_EXAMPLE[0].id, name: 'Control', is_control: true, impressions: 1000, conversions: 50, conversion_rate: 0.05,
+          lift: null, p_value: null, probability_to_beat_control: null, revenue_cents: 0 },
+        { variant_id: VARIANTS_EXAMPLE[1].id, name: 'Call now', is_control: false, impressions: 1000, conversions: 62, conversion_rate: 0.062,
+          lift: 0.24, p_value: 0.2456, probability_to_beat_control: 0.877, revenue_cents: 0 },
+      ],
+      decision: { reason: 'collecting', winner_variant_id: null },
+      srm: { p_value: 1, mismatch: false, warning: null },
+      daily: [{ variant_id: VARIANTS_EXAMPLE[0].id, day: '2026-11-21', impressions: 1000, conversions: 50, revenue_cents: 0 }],
+    } } },
+    response: { status: 200, schema: Type.Object({ data: Type.Object({
+      test_id: Type.String({ description: 'The test.' }),
+      status: Type.String({ description: 'The test status after the completion rule ran.' }),
+      variants: Type.Array(Type.Object({
+        variant_id: Type.String({ description: 'The variant.' }), name: Type.String({ description: 'Its name.' }),
+        is_control: Type.Boolean({ description: 'Whether it is the control.' }),
+        impressions: Type.Integer({ description: 'Visitors shown the variant (once each).' }),
+        conversions: Type.Integer({ description: 'Visitors who converted (once each).' }),
+        conversion_rate: Type.Number({ description: 'conversions / impressions (0 without impressions).' }),
+        lift: Nullable(Type.Number(), 'Relative change of the conversion rate vs the control; null for the control or a zero control rate.'),
+        p_value: Nullable(Type.Number(), 'Two-sided two-proportion z-test vs the control; null for the control or too little data.'),
+        probability_to_beat_control: Nullable(Type.Number(), 'P(rate > control rate) under Beta(1,1) priors; null for the control.'),
+        revenue_cents: Type.Integer({ description: 'Sum of the values of the variant\'s conversions, in cents.' }),
+      }, { additionalProperties: true, description: 'One variant\'s results.' }), { description: 'Per variant.' }),
+      decision: Type.Object({
+        reason: Type.Union(['winner', 'collecting', 'no_difference', 'inconclusive'].map((r) => Type.Literal(r)), { description: 'The decision.' }),
+        winner_variant_id: Nullable(Type.String(), 'Set only for winner.'),
+      }, { additionalProperties: true, description: 'The decision and why.' }),
+      srm: Type.Object({
+        p_value: Nullable(Type.Number(), 'Chi-square goodness-of-fit p-value of the observed traffic vs the weights.'),
+        mismatch: Type.Boolean({ description: 'p_value < 0.001: traffic departs from the weights; distrust the results.' }),
+        warning: Nullable(Type.String(), 'A sentence when mismatch is true.'),
+      }, { additionalProperties: true, description: 'Sample-ratio mismatch check.' }),
+      daily: Type.Array(Type.Object({
+        variant_id: Type.String({ description: 'The variant.' }), day: Type.String({ description: 'UTC day, YYYY-MM-DD.' }),
+        impressions: Type.Integer({ description: 'Impressions that day.' }), conversions: Type.Integer({ description: 'Conversions that day.' }),
+        revenue_cents: Type.Integer({ description: 'Revenue that day, cents.' }),
+      }, { description: 'One variant\'s day.' }), { description: 'Per variant per UTC day.' }),
+    }, { description: 'The results.' }) }) },
+    handler: async ({ deps, principal, params }) => {
+      const tw = await getTest(deps.db, principal.organizationId, params.id);
+      const { results, completed } = await evaluateTest(deps.db, tw);
+      const status = completed ? 'completed' : tw.test.status;
+      return { status: 200, body: { data: { test_id: tw.test.id, status, ...results } } };
+    },
+  });
+
+  routes.add({
+    method: 'POST', path: '/v1/optimize/conversions', scope: 'optimize:write', tag: TAG, summary: 'Record a conversion',
+    description: 'Records a conversion from your own systems for a visitor of a test (visitor_id: window.openlineOptimize.visitorId '
+      + 'or the rd_sid cookie). The variant is the visitor\'s recorded assignment, never taken from the request; a visitor the test '
+      + 'never assigned answers 422 visitor_not_assigned. value is in major units (USD). metadata.order_id makes the write '
+      + 'idempotent: a repeat answers recorded false. A visitor\'s first conversion counts in the results; value always adds to '
+      + 'revenue. Fires optimize.conversion.created.',
+    examples: { request: { test_id: TEST_EXAMPLE.id, visitor_id: CONVERSION_EXAMPLE.visitor_id, value: 49.9, metadata: { order_id: 'A-1001' } },
+      response: { data: { recorded: true, test_id: TEST_EXAMPLE.id, variant_id: VARIANTS_EXAMPLE[1].id } } },
+    body: Type.Object({
+      test_id: Type.String({ description: 'The test.' }),
+      visitor_id: Type.String({ minLength: 1, maxLength: 64, description: 'The tag\'s visitor id.' }),
+      value: Type.Optional(Type.Number({ minimum: 0, maximum: 100_000_000, description: 'Value in major units (default 0).' })),
+      currency: Type.Optional(Type.Literal('USD', { description: 'Only USD (the default).' })),
+      metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form (at most 4 KB); order_id makes the write idempotent.' })),
+    }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Object({
+      recorded: Type.Boolean({ description: 'false when a conversion with this metadata.order_id was already recorded.' }),
+      test_id: Type.String({ description: 'The test.' }),
+      variant_id: Type.String({ description: 'The visitor\'s recorded variant.' }),
+    }, { description: 'The outcome.' }) }) },
+    errors: ['visitor_not_assigned'],
+    handler: async (ctx) => {
+      const reply = (r: ConversionResult): Reply => ({ status: 200, body: { data: r } });
+      const { db, redis, key } = ctx.deps;
+      return reply(await recordConversion(db, redis, key, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
+    },
+  });
+  routes.add({
+    method: 'GET', path: '/v1/optimize/conversions', scope: 'optimize:read', tag: TAG, summary: 'List a test\'s conversions',
+    description: 'The conversions recorded for a test (tag goals and API conversions), newest first; paged with limit, order and cursor.',
+    examples: { response: { data: [CONVERSION_EXAMPLE], meta: { page_size: 20 } } },
+    query: Type.Object({ test_id: Type.String({ description: 'The test.' }), ...PageQuery }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(ConversionOut, { description: 'The conversions.' }), meta: ListMeta }) },
+    handler: async ({ deps, principal, query }) => {
+      const page = deps.cursors.params(`optimize-conversions:${query.test_id}`, query);
+      const rows = await listConversions(deps.db, principal.organizationId, query.test_id, page);
+      const out = deps.cursors.page(`optimize-conversions:${query.test_id}`, page, rows, (c) => c.id);
+      return { status: 200, body: { data: out.data.map(conversionView), meta: out.meta } };
+    },
+  });
+};
+
+/** Requests per minute one client address may send to the collector (OPTIMIZE_COLLECT_LIMIT, default 600 beacons). */
+const collectLimit = () => Number(process.env.OPTIMIZE_COLLECT_LIMIT ?? 600);
+
+/** The host of the page a request came from (Origin, else Referer), or null when it sent neither. */
+function pageHost(headers: Record<string, string>): string | null {
+  const from = headers.origin && headers.origin !== 'null' ? headers.origin : headers.referer;
+  if (!from) return null;
+  try { return new URL(from).hostname.toLowerCase(); } catch { return ''; }
+}
+
+/** The public tag (GET /v1/optimize/tag.js?k=) and collector (POST /v1/optimize/collect): no API key, the public key
+ *  only names the property. */
+export function registerOptimizePublic(gateway: HttpGateway): void {
+  const { db, redis, key, log } = gateway.deps;
+  const configs = new LiveConfigs(db);
+  const collector = new Collector(redis, key, configs);
+  const limiter = new FixedWindowLimiter(redis, { leaseShare: 0.01 });
+  const cors = { 'access-control-allow-origin': '*', 'x-content-type-options': 'nosniff' };
+  const text = (status: number, body: string): RawReply => ({ status, contentType: 'text/plain; charset=utf-8', body, headers: cors });
+
+  gateway.addRaw('GET', '/v1/optimize/tag.js', async (req) => {
+    const k = new URLSearchParams(req.query).get('k') ?? '';
+    const config = /^olpk_[A-Za-z0-9]{1,40}$/.test(k) ? await configs.get(k) : null;
+    if (!config) return text(404, '/* unknown property key */\n');
+    const host = pageHost(req.headers);
+    if (!config.verified && host && hostOnDomain(host, config.domain)) {
+      await markVerified(db, config.propertyId);
+      config.verified = true;
+    }
+    const js = tagScript(config, k, `${gateway.baseUrl(req.headers)}/v1/optimize/collect`, BOT_USER_AGENT);
+    // A short max-age: a started, paused or shipped test reaches pages within a minute; the ETag makes revalidation cheap.
+    const a = asset(Buffer.from(js), 'application/javascript; charset=utf-8', { ...cors, 'cache-control': 'public, max-age=60' });
+    return serve(a, req.headers);
+  });
+
+  gateway.addRaw('POST', '/v1/optimize/collect', async (req) => {
+    const d = await limiter.take(key('rl', 'optimize', req.remote), collectLimit());
+    if (!d.allowed) return { ...text(429, 'rate limited\n'), headers: { ...cors, 'retry-after': String(d.resetSeconds) } };
+    try {
+      const out = await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers));
+      return { status: out.status, contentType: 'application/json', body: JSON.stringify(out), headers: cors };
+    } catch (err) {
+      log.error({ err }, 'optimize collect failed');
+      return text(500, 'internal error\n');
+    }
+  });
+}

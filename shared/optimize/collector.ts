@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import { isUuid } from '../ids.ts';
+import type { Keyer } from '../redis.ts';
+import { readFileSync } from 'node:fs';
+import { script, type ScriptFn } from '../redis-scripts.ts';
+import { assignVariant, VISITOR_ID } from './bucketing.ts';
+import { hostOnDomain } from './properties.ts';
+import type { LiveConfigs } from './live-config.ts';
+
+// The public collector: the tag's beacons ({k: public key, v: visitor id, e: [{t: 'i' | 'g', x: test id}]}) become
+// Redis counters, rolled up to PostgreSQL by the optimize-rollup job. The browser is trusted for nothing but "this
+// visitor saw test x" and "this visitor reached test x's goal": the test must be running on the key's property, the
+// visitor must be enrolled by the server's own hash, the variant is the server's, a goal counts only for a visitor
+// already shown the test, and each counts once per visitor.
+
+export const MAX_COLLECT_BODY_BYTES = 8 * 1024;
+export const MAX_EVENTS_PER_BEACON = 50;
+
+/** Crawlers, link previews, monitors and HTTP libraries: their beacons are ignored (the tag also stays idle for them).
+ *  Headless Chrome is not in the list (it is also how real users' automation and our browser tests run). */
+export const BOT_USER_AGENT = /bot\b|bot\/|crawl|spider|slurp|facebookexternalhit|embedly|preview|lighthouse|pingdom|uptime|monitor|curl\/|wget|python-|httpclient|java\/|go-http-client|okhttp|axios|node-fetch|phantomjs/i;
+
+export const isBot = (userAgent: string | undefined) => !userAgent || BOT_USER_AGENT.test(userAgent);
+
+export interface CollectOutcome { status: number; accepted: number; ignored: number; reason?: string }
+
+/** Live Redis keys the collector writes and the rollup claims. */
+export function liveKeys(key: Keyer) {
+  return { imp: key('opt', 'live', 'imp'), asg: key('opt', 'live', 'asg'), cnv: key('opt', 'live', 'cnv') };
+}
+export const seenKey = (key: Keyer, testId: string) => key('opt', 'seen', testId);
+export const convertedKey = (key: Keyer, testId: string) => key('opt', 'conv', testId);
+
+interface Beacon { k: string; v: string; e: { t: 'i' | 'g'; x: string }[] }
+
+function parseBeacon(body: Buffer | null): Beacon | string {
+  if (!body || body.length === 0) return 'empty body';
+  if (body.length > MAX_COLLECT_BODY_BYTES) return 'body too large';
+  let b: unknown;
+  try { b = JSON.parse(body.toString('utf8')); } catch { return 'not JSON'; }
+  if (!b || typeof b !== 'object') return 'not an object';
+  const o = b as Record<string, unknown>;
+  if (typeof o.k !== 'string' || o.k.length > 64) return 'bad key';
+  if (typeof o.v !== 'string' || !VISITOR_ID.test(o.v)) return 'bad visitor id';
+  if (!Array.isArray(o.e) || o.e.length === 0 || o.e.length > MAX_EVENTS_PER_BEACON) return 'bad events';
+  for (const e of o.e) {
+    if (!e || typeof e !== 'object' || (e.t !== 'i' && e.t !== 'g') || typeof e.x !== 'string' || !isUuid(e.x)) return 'bad event';
+  }
+  return o as unknown as Beacon;
+}
+
+export class Collector {
+  private readonly collect: ScriptFn;
+  private readonly live: ReturnType<typeof liveKeys>;
+
+  constructor(private readonly redis: Redis, private readonly key: Keyer, private readonly configs: LiveConfigs) {
+    // The number of keys varies with the beacon's events: the caller passes it first.
+    if (!(redis as unknown as Record<string, unknown>).olOptimizeCollect) {
+      redis.defineCommand('olOptimizeCollect', { lua: readFileSync(new URL('./collect.lua', import.meta.url), 'utf8') });
+    }
+    this.collect = script(redis, 'olOptimizeCollect');
+    this.live = liveKeys(key);
+  }
+
+  /** Counts a beacon. `origin` is the request's Origin (or Referer) host when it sent one. */
+  async accept(body: Buffer | null, userAgent: string | undefined, originHost: string | null, now = Date.now()): Promise<CollectOutcome> {
+    if (isBot(userAgent)) return { status: 202, accepted: 0, ignored: 0, reason: 'bot' };
+    const b = parseBeacon(body);
+    if (typeof b === 'string') return { status: 400, accepted: 0, ignored: 0, reason: b };
+    const config = await this.configs.get(b.k);
+    if (!config) return { status: 404, accepted: 0, ignored: b.e.length, reason: 'unknown public key' };
+    if (originHost !== null && !hostOnDomain(originHost, config.domain)) {
+      return { status: 403, accepted: 0, ignored: b.e.length, reason: 'origin is not on the property domain' };
+    }
+    const keys: string[] = [this.live.imp, this.live.asg, this.live.cnv];
+    const args: (string | number)[] = [b.v, now, new Date(now).toISOString().slice(0, 10)];
+    let ignored = 0;
+    for (const e of b.e) {
+      const test = config.byId.get(e.x);
+      const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants) : null;
+      if (!test || !variant) { ignored++; continue; }
+      keys.push(seenKey(this.key, test.id), convertedKey(this.key, test.id));
+      args.push(e.t, test.id, variant.id, test.goal.type);
+    }
+    if (keys.length === 3) return { status: 202, accepted: 0, ignored };
+    const counted = Number(await this.collect(keys.length, ...keys, ...args));
+    return { status: 202, accepted: counted, ignored: b.e.length - counted };
+  }
+}
