@@ -26,6 +26,9 @@ const TAGS: Record<string, string> = {
   'Phone Numbers': 'The organization\'s phone numbers and their lifecycle: list held numbers, search purchasable sandbox '
     + 'numbers, buy (PROVISIONING, then ACTIVE), read and release (RELEASED, kept as history). Purchases and releases '
     + 'fire number_purchased and number_released webhooks.',
+  Optimize: 'Website A/B tests through one script tag: register the website (property), paste the snippet, create tests '
+    + 'whose variants change the page with safe ops (never script), read honest results, ship the winner, and record '
+    + 'conversions from your own systems. The tag (GET /v1/optimize/tag.js?k=) and its collector are public.',
   Agents: 'Saved voice agents (name, greeting, prompt, voice) that AI calls (POST /v1/calls) use by agent_id.',
   Webhooks: 'Webhook subscriptions: the service POSTs each event of the subscribed type to your HTTPS URL, signed per '
     + 'Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers) with the subscription\'s secret. '

@@ -145,7 +145,7 @@ export const optimizeRoutes: Plugin = (routes) => {
   });
   routes.add({
     method: 'GET', path: '/v1/optimize/snippet', scope: 'optimize:read', tag: TAG, summary: 'Get the script tag',
-    description: 'The one <script> tag to paste into the <head> of every page of the website, before other scripts: it is '
+    description: 'The one script tag to paste into the head of every page of the website, before other scripts: it is '
       + 'synchronous on purpose, so variants apply before first paint. Defaults to the organization\'s first property.',
     examples: { response: { data: { property_id: PROPERTY_EXAMPLE.id, public_key: PROPERTY_EXAMPLE.public_key,
       script_tag: `<script src="https://api.example.com/v1/optimize/tag.js?k=${PROPERTY_EXAMPLE.public_key}"></script>` } } },

@@ -27,7 +27,7 @@ export function regexReason(pattern: string): string | null {
     return `is not a valid regular expression (${(err as Error).message})`;
   }
   if (/\\[1-9]|\\k</.test(pattern)) return 'a regex must not use backreferences';
-  if (/\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{?]/.test(pattern)) return 'a regex must not repeat a group that already repeats (catastrophic backtracking)';
+  if (/\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]/.test(pattern)) return 'a regex must not repeat a group that already repeats (catastrophic backtracking)';
   return null;
 }
 
