@@ -3,12 +3,12 @@ import type { PropertyConfig } from './live-config.ts';
 
 // The tag: plain JavaScript, no dependencies, served by the gateway with the property's config inlined. Pasted as a
 // synchronous <script> in <head>, it runs before the body is parsed:
-//   - visitor id from the first-party rd_sid cookie (made on the first visit, one year), exposed with the visitor's
-//     variants as window.openlineOptimize = { visitorId, variants: { <test id>: <variant id> } };
+//   - visitor id from the first-party rd_sid cookie (made on the first visit, one year), exposed with the variants
+//     this page showed as window.openlineOptimize = { visitorId, variants: { <test id>: <variant id> } };
 //   - shipped variants are applied for everyone on their page;
 //   - for each running test of the page: enrolment and variant by the same hash as the server (bucketing.ts), an
 //     impression once per visitor per test, a redirect followed at once, or the ops applied as the elements are
-//     parsed, behind an anti-flicker guard (html hidden) lifted at DOMContentLoaded or after GUARD_MS at the latest;
+//     parsed (an element once the parser has moved past it, so its content is complete), behind an anti-flicker guard (html hidden) lifted at DOMContentLoaded or after GUARD_MS at the latest;
 //   - goals (form submit, tel: click, CTA or selector click, URL visit) of tests the visitor was shown, each sent once;
 //   - events batched and sent with navigator.sendBeacon (on a short timer, on pagehide, before a redirect).
 // The tag never changes script, style, iframe and the like (FORBIDDEN_ELEMENTS), whatever a selector matches, and
@@ -38,19 +38,20 @@ function ap(o,el){if(!ok(el))return;switch(o.op){case"setText":el.textContent=o.
 case"setAttribute":el.setAttribute(o.name,o.value);break;case"addClass":el.classList.add(o.value);break;
 case"removeClass":el.classList.remove(o.value);break;case"setStyle":el.style.setProperty(o.property,o.value);break;
 case"hide":el.style.setProperty("display","none","important");break;case"replaceHref":el.setAttribute("href",o.value)}}
-function run(){for(var i=0;i<ops.length;i++){var o=ops[i],l;try{l=d.querySelectorAll(o.selector)}catch(e){continue}
-for(var j=0;j<l.length;j++)if(!o.d.has(l[j])){o.d.add(l[j]);ap(o,l[j])}}}
+function fin(e){for(;e&&e!=d;e=e.parentNode)if(e.nextSibling)return 1}
+function run(all){for(var i=0;i<ops.length;i++){var o=ops[i],l;try{l=d.querySelectorAll(o.selector)}catch(e){continue}
+for(var j=0;j<l.length;j++)if(!o.d.has(l[j])&&(all===1||fin(l[j]))){o.d.add(l[j]);ap(o,l[j])}}}
 function use(list){for(var i=0;i<list.length;i++)ops.push({op:list[i].op,selector:list[i].selector,value:list[i].value,
 name:list[i].name,property:list[i].property,d:new WeakSet()})}
 var go=null,act=[];
 for(var i=0;i<C.p.length;i++){var s=C.p[i];if(here(s.u)){if(s.r){go=s.r;break}use(s.o)}}
-for(i=0;i<C.t.length&&!go;i++){var t=C.t[i],v=pick(t);if(!v)continue;O.variants[t.i]=v.i;
-var on=here(t.u),seen=ls("ol_s_"+t.i)==v.i;if(on){q({t:"i",x:t.i});ls("ol_s_"+t.i,v.i);if(v.r){go=v.r}else use(v.o)}
+for(i=0;i<C.t.length&&!go;i++){var t=C.t[i],v=pick(t);if(!v)continue;
+var on=here(t.u),seen=ls("ol_s_"+t.i)==v.i;if(on){O.variants[t.i]=v.i;q({t:"i",x:t.i});ls("ol_s_"+t.i,v.i);if(v.r){go=v.r}else use(v.o)}
 if(on||seen||(v.r&&here(v.r)))act.push(t)}
 if(go){flush();location.replace(go);return}
 if(ops.length){var g=d.createElement("style"),done=0;g.textContent="html{opacity:0!important}";(d.head||d.documentElement).appendChild(g);
-var mo=new MutationObserver(run);mo.observe(d.documentElement,{childList:true,subtree:true});run();
-function show(){if(done)return;done=1;run();mo.disconnect();if(g.parentNode)g.parentNode.removeChild(g)}
+var mo=new MutationObserver(function(){run()});mo.observe(d.documentElement,{childList:true,subtree:true});run();
+function show(){if(done)return;done=1;run(1);mo.disconnect();if(g.parentNode)g.parentNode.removeChild(g)}
 d.addEventListener("DOMContentLoaded",show);setTimeout(show,C.g)}
 function goal(t){if(ls("ol_g_"+t.i))return;ls("ol_g_"+t.i,"1");q({t:"g",x:t.i})}
 function um(g){var u=location.href.slice(0,2000),p=g.url_pattern;switch(g.url_match_type){case"exact":return u==p;
