@@ -116,7 +116,7 @@ export function normalQuantile(p: number): number {
   return x;
 }
 
-export interface ZTest { z: number; p_value: number }
+export interface ZTest { z: number; se: number; p_value: number }
 
 /**
  * Two-sided two-proportion z-test with the pooled standard error:
@@ -127,9 +127,9 @@ export function twoProportionZTest(x1: number, n1: number, x2: number, n2: numbe
   if (!(n1 > 0 && n2 > 0)) return null;
   const pooled = (x1 + x2) / (n1 + n2);
   const se = Math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2));
-  if (!(se > 0)) return { z: 0, p_value: 1 };
+  if (!(se > 0)) return { z: 0, se: 0, p_value: 1 };
   const z = (x2 / n2 - x1 / n1) / se;
-  return { z, p_value: regularizedGamma(0.5, 0.5 * z * z).q };
+  return { z, se, p_value: regularizedGamma(0.5, 0.5 * z * z).q };
 }
 
 /**
