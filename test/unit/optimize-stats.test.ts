@@ -6,7 +6,7 @@ import {
   regularizedGamma, sampleSizePerArm, twoProportionZTest,
 } from '../../shared/optimize/stats.ts';
 import {
-  computeResults, DEFAULT_ALPHA, DEFAULT_MIN_SAMPLE_PER_VARIANT, type DailyCount, type VariantInput,
+  computeResults, DEFAULT_ALPHA, DEFAULT_EARLY_STOP_ALPHA, DEFAULT_MIN_SAMPLE_PER_VARIANT, type DailyCount, type VariantInput,
 } from '../../shared/optimize/results.ts';
 
 const close = (t: Tap, actual: number | null | undefined, expected: number, tol: number, msg: string) =>
@@ -208,16 +208,35 @@ t.test('decision: collecting below the minimum sample', async (t) => {
   t.match(few.decision.explanation, /too few conversions/);
 });
 
-t.test('decision: winner', async (t) => {
-  const r = computeResults(AB, [day('ctl', 5000, 250), day('b', 5000, 320)]);
-  t.equal(r.decision.reason, 'winner');
-  t.equal(r.decision.winner_variant_id, 'b');
-  t.equal(r.variants[1].significant, true);
-  t.ok(r.variants[1].p_value! < 0.05);
+t.test('decision: winner early only past the early-stopping level, otherwise at the planned sample', async (t) => {
+  t.equal(DEFAULT_EARLY_STOP_ALPHA, 0.0001);
+  // 5 % vs 7 % on 5,000 each: p ≈ 2.5e-5 < 0.0001, a winner before the planned sample.
+  const early = computeResults(AB, [day('ctl', 5000, 250), day('b', 5000, 350)]);
+  t.equal(early.decision.reason, 'winner');
+  t.equal(early.decision.winner_variant_id, 'b');
+  t.ok(early.variants[1].impressions < early.decision.required_sample_per_variant!, 'before the planned sample');
+  t.match(early.decision.explanation, /early-stopping level 0\.0001/);
+  t.equal(early.variants[1].significant, true);
+
+  // 5 % vs 6.4 %: p ≈ 0.0025 is below 0.05 but not below 0.0001, and the planned sample is not reached.
+  const notYet = computeResults(AB, [day('ctl', 5000, 250), day('b', 5000, 320)]);
+  t.ok(notYet.variants[1].p_value! < 0.05 && notYet.variants[1].p_value! > 0.0001, `p = ${notYet.variants[1].p_value}`);
+  t.equal(notYet.decision.reason, 'collecting', 'no peeking winner');
+  t.equal(notYet.variants[1].significant, false);
+  t.equal(computeResults(AB, [day('ctl', 5000, 250), day('b', 5000, 320)], { earlyStopAlpha: 0.005 }).decision.reason,
+    'winner', 'the early level is an option');
+  t.throws(() => computeResults(AB, [], { earlyStopAlpha: 0.1 }), RangeError, 'the early level cannot exceed alpha');
+
+  // At the planned sample the nominal level applies: p ≈ 0.014 wins.
+  const planned = computeResults(AB, [day('ctl', 40_000, 2000), day('b', 40_000, 2154)]);
+  t.ok(planned.variants[1].impressions >= planned.decision.required_sample_per_variant!, 'planned sample reached');
+  t.ok(planned.variants[1].p_value! > 0.0001 && planned.variants[1].p_value! < 0.05, `p = ${planned.variants[1].p_value}`);
+  t.equal(planned.decision.winner_variant_id, 'b');
+  t.match(planned.decision.explanation, /at the planned sample/);
 
   // Two variants significantly better than control: the best one wins.
-  const two = computeResults(ABC, [day('ctl', 10_000, 500), day('b', 10_000, 620), day('c', 10_000, 700)]);
-  t.equal(two.decision.winner_variant_id, 'c', 'C (7 %) beats B (6.2 %)');
+  const two = computeResults(ABC, [day('ctl', 10_000, 500), day('b', 10_000, 650), day('c', 10_000, 700)]);
+  t.equal(two.decision.winner_variant_id, 'c', 'C (7 %) beats B (6.5 %)');
   t.same(two.variants.map((v) => v.significant), [false, true, true]);
 
   // Every variant significantly worse: the control is the winner.
@@ -227,15 +246,16 @@ t.test('decision: winner', async (t) => {
 });
 
 t.test('decision: the multiple-variant correction (Holm) withholds a winner that one raw p-value would give', async (t) => {
-  // B: p ≈ 0.0325 raw (< 0.05) but > 0.05/2, the Holm threshold of the smallest of two p-values.
-  const rows = [day('ctl', 10_000, 500), day('b', 10_000, 568), day('c', 10_000, 505)];
+  // At 60,000 per variant (past the planned sample) B has p ≈ 0.036 raw: < 0.05, but > 0.05/2, the Holm threshold
+  // of the smallest of two p-values.
+  const rows = [day('ctl', 60_000, 3000), day('b', 60_000, 3160), day('c', 60_000, 3010)];
   const r = computeResults(ABC, rows);
+  t.ok(r.variants[0].impressions >= r.decision.required_sample_per_variant!, 'planned sample reached');
   const b = r.variants[1];
   t.ok(b.p_value! < 0.05 && b.p_value! > 0.025, `B raw p = ${b.p_value}`);
   close(t, b.adjusted_p_value, 2 * b.p_value!, 1e-15, 'Holm-adjusted p = 2p for the smallest of two');
   t.equal(b.significant, false);
-  t.not(r.decision.reason, 'winner', 'no winner at family-wise 0.05');
-  t.equal(r.decision.reason, 'collecting');
+  t.equal(r.decision.reason, 'no_difference', 'no winner at family-wise 0.05, and the sample is enough');
   // The same B against the control alone (one comparison: no correction) wins.
   const alone = computeResults(AB, rows.slice(0, 2));
   t.equal(alone.decision.winner_variant_id, 'b');
@@ -245,7 +265,9 @@ t.test('decision: the multiple-variant correction (Holm) withholds a winner that
 t.test('decision: no_difference once the sample can detect the minimum lift', async (t) => {
   const probe = computeResults(AB, [day('ctl', 20_000, 1000), day('b', 20_000, 1010)]);
   const required = probe.decision.required_sample_per_variant!;
-  t.equal(required, sampleSizePerArm(0.05, 0.055, 0.05, 0.8), 'required = sample to detect a 10 % lift on 5 % at 80 % power');
+  const pooled = 2010 / 40_000;
+  t.equal(required, sampleSizePerArm(pooled, pooled * 1.1, 0.05, 0.8),
+    'planned sample: detect a 10 % relative lift on the pooled rate at 80 % power and level 0.05');
   t.equal(probe.decision.reason, 'collecting', `20,000 < ${required}`);
   const n = 40_000;
   t.ok(n >= required);
@@ -255,11 +277,58 @@ t.test('decision: no_difference once the sample can detect the minimum lift', as
   // Three arms: the level for the sample is alpha/2, so more sample is needed.
   const three = computeResults(ABC, [day('ctl', n, 2000), day('b', n, 2020), day('c', n, 1990)]);
   t.ok(three.decision.required_sample_per_variant! > required, 'more variants need more sample');
+  t.equal(computeResults(AB, [day('ctl', n, 2000), day('b', n, 2020)], { minDetectableLift: 0.05 }).decision.reason,
+    'collecting', 'a smaller detectable lift needs more sample');
   // No conversion at all: nothing to detect before the cap.
   const none = computeResults(AB, [day('ctl', 5000, 0), day('b', 5000, 0)], { maxSamplePerVariant: 5000 });
   t.equal(none.decision.reason, 'no_difference', 'zero conversions at the cap');
   t.equal(computeResults(AB, [day('ctl', 4999, 0), day('b', 5000, 0)], { maxSamplePerVariant: 5000 }).decision.reason,
     'collecting', 'one arm below the cap');
+});
+
+t.test('A/A tests looked at every day: the rule keeps false winners near alpha (seeded simulation)', async (t) => {
+  // 300 tests of two identical variants (3 % conversion, 1,500 visitors per variant per day), results computed
+  // after every day until the first decision, as the service does. Looking at a raw p < 0.05 every day would
+  // declare a false winner in about a third of them; the rule (early level 0.0001, nominal level at the planned
+  // sample, then stop) stays near the nominal 5 %. Deterministic: the PRNG is seeded.
+  let seed = 12345;
+  const rand = () => {
+    seed = (seed + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+  const binomial = (n: number, p: number) => { let k = 0; for (let i = 0; i < n; i++) if (rand() < p) k++; return k; };
+  const sims = 300;
+  let falseWinners = 0;
+  let naiveWinners = 0;
+  let noDifference = 0;
+  for (let s = 0; s < sims; s++) {
+    const rows: DailyCount[] = [];
+    const sum = { ctl: [0, 0], b: [0, 0] };
+    let decided = false;
+    let naive = false;
+    for (let d = 0; d < 90 && !(decided && naive); d++) {
+      const date = new Date(Date.UTC(2026, 0, 1) + d * 86_400_000).toISOString().slice(0, 10);
+      for (const id of ['ctl', 'b'] as const) {
+        const x = binomial(1500, 0.03);
+        rows.push(day(id, 1500, x, date));
+        sum[id][0] += 1500;
+        sum[id][1] += x;
+      }
+      if (!naive && twoProportionZTest(sum.ctl[1], sum.ctl[0], sum.b[1], sum.b[0])!.p_value < 0.05) naive = true;
+      if (!decided) {
+        const reason = computeResults(AB, rows).decision.reason;
+        if (reason === 'winner') falseWinners++;
+        if (reason === 'no_difference') noDifference++;
+        decided = reason === 'winner' || reason === 'no_difference';
+      }
+    }
+    if (naive) naiveWinners++;
+  }
+  t.ok(naiveWinners / sims > 0.2, `daily raw p < 0.05 would call ${naiveWinners}/${sims} false winners`);
+  t.ok(falseWinners / sims <= 0.08, `the rule calls ${falseWinners}/${sims} false winners (nominal 5 %)`);
+  t.equal(falseWinners + noDifference, sims, 'every A/A test ends within 90 days');
 });
 
 t.test('SRM: detection, warning, and never a winner while flagged', async (t) => {
