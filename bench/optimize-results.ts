@@ -6,8 +6,8 @@
 //   compute          computeResults() alone on the 270 daily rows (aggregation, z-tests, exact Beta sums, SRM,
 //                    decision, sorted series), median and p99 over repeated runs;
 //   read + compute   what GET /v1/optimize/tests/{id}/results does for the statistics: select the 270 rows of the
-//                    test from a PostgreSQL table (keyed by test, variant, day, with 500 other tests' rows beside
-//                    them) on a pooled connection, then computeResults();
+//                    test from a table shaped like optimize_daily_counts (keyed by test, variant, day, with 500 other
+//                    tests' rows beside them) with the query of shared/optimize/completion.ts, then computeResults();
 //   worst case       the same test at ≈ 45 % conversion, where the exact Beta sum is longest (≈ 150,000 terms).
 // The table is a TEMP table of one session in the maintenance database (nothing is left behind). Figures only,
 // never asserted; the machine is shared, so its load is printed with them.
@@ -21,10 +21,11 @@ import { computeResults, type DailyCount, type VariantInput } from '../shared/op
 import { round, writeResult, type Figure } from './report.ts';
 
 const VARIANTS: VariantInput[] = [
-  { id: 'var_control', name: 'Control', is_control: true, weight: 1 },
-  { id: 'var_headline', name: 'New headline', is_control: false, weight: 1 },
-  { id: 'var_cta', name: 'Bigger CTA', is_control: false, weight: 1 },
+  { id: '0193a000-0000-7000-8000-000000000001', name: 'Control', is_control: true, weight: 1 },
+  { id: '0193a000-0000-7000-8000-000000000002', name: 'New headline', is_control: false, weight: 1 },
+  { id: '0193a000-0000-7000-8000-000000000003', name: 'Bigger CTA', is_control: false, weight: 1 },
 ];
+const TEST_ID = '0193a000-0000-7000-8000-0000000000aa';
 const DAYS = 90;
 const IMPRESSIONS = 1_000_000;
 
@@ -95,21 +96,24 @@ export async function benchResults(opts: { runs?: number; databaseUrl?: string }
   let read: Timing;
   try {
     read = await db.task(async (s) => {
+      // The shape of optimize_daily_counts (migration 013), without its foreign keys.
       await s.none(`CREATE TEMP TABLE optimize_daily_bench (
-        test_id text NOT NULL, variant_id text NOT NULL, day date NOT NULL,
+        test_id uuid NOT NULL, variant_id uuid NOT NULL, day date NOT NULL,
         impressions bigint NOT NULL, conversions bigint NOT NULL, revenue_cents bigint NOT NULL,
         PRIMARY KEY (test_id, variant_id, day))`);
       // 500 other tests' rows beside the measured one, so the read goes through the index like in production.
       await s.none(`INSERT INTO optimize_daily_bench
-        SELECT 'other_' || t, 'var_' || v, DATE '2026-08-01' + d, 3700, 110, 539000
-        FROM generate_series(1, 500) t, generate_series(1, 3) v, generate_series(0, ${DAYS - 1}) d`);
+        SELECT t.id, v.id, DATE '2026-08-01' + d, 3700, 110, 539000
+        FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, 500)) t,
+          LATERAL (SELECT gen_random_uuid() AS id FROM generate_series(1, 3) WHERE t.id IS NOT NULL) v,
+          generate_series(0, ${DAYS - 1}) d`);
       const cs = new pgp.helpers.ColumnSet(['test_id', 'variant_id', 'day', 'impressions', 'conversions', 'revenue_cents'],
         { table: 'optimize_daily_bench' });
-      await s.none(pgp.helpers.insert(typical.map((r) => ({ test_id: 'test_bench', ...r })), cs));
+      await s.none(pgp.helpers.insert(typical.map((r) => ({ test_id: TEST_ID, ...r })), cs));
       await s.none('ANALYZE optimize_daily_bench');
       const readAndCompute = async () => {
         const rows = await s.any<DailyCount>(`SELECT variant_id, to_char(day, 'YYYY-MM-DD') AS day, impressions, conversions,
-          revenue_cents FROM optimize_daily_bench WHERE test_id = $1 ORDER BY day, variant_id`, ['test_bench']);
+          revenue_cents FROM optimize_daily_bench WHERE test_id = $1 ORDER BY day, variant_id`, [TEST_ID]);
         if (rows.length !== DAYS * VARIANTS.length) throw new Error(`read ${rows.length} rows`);
         return computeResults(VARIANTS, rows);
       };
