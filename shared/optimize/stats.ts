@@ -1,5 +1,5 @@
 // Pure statistics for Optimize results (no I/O). The methods and their accuracy are described in
-// docs/reference/optimize-statistics.md; every function here is deterministic and allocation-free in its loops.
+// docs/reference/optimize-statistics.md.
 
 const LN_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
 const EPS = 1e-16;
@@ -165,8 +165,8 @@ function probGreaterSumOverA1(a1: number, b1: number, a2: number, b2: number): n
 /**
  * P(X > Y) for independent X ~ Beta(a1, b1), Y ~ Beta(a2, b2) with integer parameters (Beta(1,1) priors updated
  * with counts). Exact closed-form sum (~1e-9 relative: the log-gamma of large counts limits it), over at most
- * min(a1, b1, a2, b2) terms: it runs over whichever parameter is smallest, using P(X > Y) = 1 − P(Y > X) and the mirror X → 1 − X (1 − X ~ Beta(b, a)), and
- * of those only the non-negligible terms around the largest are computed.
+ * min(a1, b1, a2, b2) terms: it runs over whichever parameter is smallest, using P(X > Y) = 1 − P(Y > X) and the
+ * mirror X → 1 − X (1 − X ~ Beta(b, a)), and of those only the non-negligible terms around the largest are computed.
  */
 export function probBetaGreater(a1: number, b1: number, a2: number, b2: number): number {
   for (const v of [a1, b1, a2, b2]) {
