@@ -73,7 +73,7 @@ export const SRM_P_THRESHOLD = 0.001;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 function checkCount(value: number, what: string): void {
-  if (!(Number.isFinite(value) && value >= 0)) throw new RangeError(`${what} must be a finite number ≥ 0, got ${value}`);
+  if (!(Number.isSafeInteger(value) && value >= 0)) throw new RangeError(`${what} must be an integer ≥ 0, got ${value}`);
 }
 
 function option(value: number | undefined, fallback: number, what: string, ok: (v: number) => boolean): number {

@@ -192,6 +192,7 @@ t.test('results: per-variant figures and the daily series', async (t) => {
     'sorted by day then variant (order of the variants), same-day rows merged, unknown variants dropped');
   t.throws(() => computeResults(AB, [day('b', 1, 0, '2026-1-1')]), RangeError, 'a malformed day is refused');
   t.throws(() => computeResults(AB, [day('b', -1, 0)]), RangeError, 'negative counts are refused');
+  t.throws(() => computeResults(AB, [day('b', 10, 0.5)]), RangeError, 'fractional counts are refused');
 });
 
 t.test('decision: collecting below the minimum sample', async (t) => {
