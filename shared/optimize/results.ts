@@ -83,6 +83,7 @@ function option(value: number | undefined, fallback: number, what: string, ok: (
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+const count = (n: number): string => n.toLocaleString('en-US');
 const fmtP = (p: number): string => (p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
 
 export function computeResults(variants: VariantInput[], daily: DailyCount[], opts: ResultsOptions = {}): OptimizeResults {
@@ -166,7 +167,7 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
     minSample, maxSample);
   const thin = rows.filter((r) => r.impressions < minSample);
   if (thin.length) {
-    return decide('collecting', `Collecting: ${thin.map((r) => r.name).join(', ')} below the minimum of ${minSample} impressions.`,
+    return decide('collecting', `Collecting: ${thin.map((r) => r.name).join(', ')} below the minimum of ${count(minSample)} impressions.`,
       null, required);
   }
 
@@ -182,7 +183,7 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
   if (valid) {
     const { rejected, adjusted } = holm(others.map((i) => rows[i].p_value), level);
     others.forEach((i, k) => { rows[i].adjusted_p_value = adjusted[k]; rows[i].significant = rejected[k]; });
-    const when = reached ? `at the planned sample of ${required} impressions per variant`
+    const when = reached ? `at the planned sample of ${count(required)} impressions per variant`
       : `before the planned sample, below the early-stopping level ${earlyAlpha}`;
     const better = others.filter((i, k) => rejected[k] && rate(i) > rate(c));
     if (better.length) {
@@ -198,11 +199,11 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
     }
   }
   if (reached) {
-    return decide('no_difference', `No variant beats the control at level ${alpha} after ${required} impressions per variant, `
+    return decide('no_difference', `No variant beats the control at level ${alpha} after ${count(required)} impressions per variant, `
       + `enough to detect a ${pct(mde)} relative lift with ${pct(power)} power.`, null, required);
   }
   return decide('collecting', valid
-    ? `No decisive difference yet; ${required} impressions per variant are planned (to detect a ${pct(mde)} relative lift`
+    ? `No decisive difference yet; ${count(required)} impressions per variant are planned (to detect a ${pct(mde)} relative lift`
       + ` with ${pct(power)} power); before that only p < ${earlyAlpha} ends the test.`
     : `Collecting: too few conversions for the z-test (each variant needs ${MIN_EXPECTED_COUNT} expected conversions).`,
   null, required);
