@@ -53,6 +53,8 @@ export interface ResultsOptions {
   power?: number;
   /** Impressions per variant after which a test without significance is "no_difference" anyway (default 1,000,000). */
   maxSamplePerVariant?: number;
+  /** Level (Holm-adjusted) at which a winner is called before the planned sample is reached (default 0.0001). */
+  earlyStopAlpha?: number;
 }
 
 export const DEFAULT_MIN_SAMPLE_PER_VARIANT = 100;
@@ -60,6 +62,9 @@ export const DEFAULT_ALPHA = 0.05;
 export const DEFAULT_MIN_DETECTABLE_LIFT = 0.1;
 export const DEFAULT_POWER = 0.8;
 export const DEFAULT_MAX_SAMPLE_PER_VARIANT = 1_000_000;
+/** Haybittle–Peto-style early-stopping level: before the planned sample a winner needs a Holm-adjusted p < 0.0001
+ *  (|z| > 3.9), strict enough for results looked at continuously (docs/reference/optimize-statistics.md). */
+export const DEFAULT_EARLY_STOP_ALPHA = 0.0001;
 /** Normal-approximation condition of the z-test: expected conversions and non-conversions per arm (pooled rate). */
 export const MIN_EXPECTED_COUNT = 5;
 /** Sample-ratio mismatch is flagged when the chi-square goodness-of-fit p-value is below this. */
@@ -68,7 +73,7 @@ export const SRM_P_THRESHOLD = 0.001;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 function checkCount(value: number, what: string): void {
-  if (!(Number.isFinite(value) && value >= 0)) throw new RangeError(`${what} must be a finite number ≥ 0, got ${value}`);
+  if (!(Number.isSafeInteger(value) && value >= 0)) throw new RangeError(`${what} must be an integer ≥ 0, got ${value}`);
 }
 
 function option(value: number | undefined, fallback: number, what: string, ok: (v: number) => boolean): number {
@@ -78,6 +83,7 @@ function option(value: number | undefined, fallback: number, what: string, ok: (
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+const count = (n: number): string => n.toLocaleString('en-US');
 const fmtP = (p: number): string => (p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
 
 export function computeResults(variants: VariantInput[], daily: DailyCount[], opts: ResultsOptions = {}): OptimizeResults {
@@ -87,6 +93,8 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
   const power = option(opts.power, DEFAULT_POWER, 'power', (v) => v > 0 && v < 1);
   const maxSample = option(opts.maxSamplePerVariant, DEFAULT_MAX_SAMPLE_PER_VARIANT, 'maxSamplePerVariant',
     (v) => v >= minSample);
+  const earlyAlpha = option(opts.earlyStopAlpha, Math.min(DEFAULT_EARLY_STOP_ALPHA, alpha), 'earlyStopAlpha',
+    (v) => v > 0 && v <= alpha);
 
   // Totals per variant and the daily series, merging repeated (variant, day) rows; rows of unknown variants are
   // ignored (a deleted variant's counts must not leak into another's).
@@ -155,11 +163,11 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
 
   const others = rows.map((_, i) => i).filter((i) => i !== c);
   const m = others.length;
-  const required = requiredSample(totals[c].impressions > 0 ? rate(c) : 0,
-    pooledRate(converted, totals.map((t) => t.impressions)), alpha / m, mde, power, minSample, maxSample);
+  const required = requiredSample(pooledRate(converted, totals.map((t) => t.impressions)), alpha / m, mde, power,
+    minSample, maxSample);
   const thin = rows.filter((r) => r.impressions < minSample);
   if (thin.length) {
-    return decide('collecting', `Collecting: ${thin.map((r) => r.name).join(', ')} below the minimum of ${minSample} impressions.`,
+    return decide('collecting', `Collecting: ${thin.map((r) => r.name).join(', ')} below the minimum of ${count(minSample)} impressions.`,
       null, required);
   }
 
@@ -168,29 +176,35 @@ export function computeResults(variants: VariantInput[], daily: DailyCount[], op
     const pooled = (converted[c] + converted[i]) / (n[0] + n[1]);
     return n.every((k) => k * pooled >= MIN_EXPECTED_COUNT && k * (1 - pooled) >= MIN_EXPECTED_COUNT);
   });
-  const reached = rows.every((r) => required !== null && r.impressions >= required);
+  const reached = rows.every((r) => r.impressions >= required);
+  // Results are looked at continuously, so before the planned sample only an overwhelming difference counts
+  // (Haybittle–Peto boundary); at the planned sample the nominal level applies.
+  const level = reached ? alpha : earlyAlpha;
   if (valid) {
-    const { rejected, adjusted } = holm(others.map((i) => rows[i].p_value), alpha);
+    const { rejected, adjusted } = holm(others.map((i) => rows[i].p_value), level);
     others.forEach((i, k) => { rows[i].adjusted_p_value = adjusted[k]; rows[i].significant = rejected[k]; });
+    const when = reached ? `at the planned sample of ${count(required)} impressions per variant`
+      : `before the planned sample, below the early-stopping level ${earlyAlpha}`;
     const better = others.filter((i, k) => rejected[k] && rate(i) > rate(c));
     if (better.length) {
       const best = better.reduce((b, i) => (rate(i) > rate(b)
         || (rate(i) === rate(b) && rows[i].probability_to_beat_control! > rows[b].probability_to_beat_control!) ? i : b));
       const r = rows[best];
       return decide('winner', `${r.name} converts better than the control (${pct(r.conversion_rate)} vs `
-        + `${pct(rows[c].conversion_rate)}, Holm-adjusted p = ${fmtP(r.adjusted_p_value!)} < ${alpha}).`, r.variant_id, required);
+        + `${pct(rows[c].conversion_rate)}, Holm-adjusted p = ${fmtP(r.adjusted_p_value!)}, ${when}).`, r.variant_id, required);
     }
     if (others.every((i, k) => rejected[k] && rate(i) < rate(c))) {
-      return decide('winner', `The control converts better than every variant (all significantly worse at level ${alpha}).`,
+      return decide('winner', `The control converts better than every variant (each significantly worse, ${when}).`,
         rows[c].variant_id, required);
     }
   }
   if (reached) {
-    return decide('no_difference', `No variant beats the control at level ${alpha} after ${required} impressions per variant, `
+    return decide('no_difference', `No variant beats the control at level ${alpha} after ${count(required)} impressions per variant, `
       + `enough to detect a ${pct(mde)} relative lift with ${pct(power)} power.`, null, required);
   }
   return decide('collecting', valid
-    ? `No significant difference yet; ${required} impressions per variant are needed to rule out a ${pct(mde)} lift.`
+    ? `No decisive difference yet; ${count(required)} impressions per variant are planned (to detect a ${pct(mde)} relative lift`
+      + ` with ${pct(power)} power); before that only p < ${earlyAlpha} ends the test.`
     : `Collecting: too few conversions for the z-test (each variant needs ${MIN_EXPECTED_COUNT} expected conversions).`,
   null, required);
 }
@@ -201,14 +215,13 @@ function pooledRate(converted: number[], impressions: number[]): number {
 }
 
 /**
- * Impressions per variant after which "no significant difference" means "no difference worth having": enough to
- * detect a relative lift of `mde` over the baseline (the control's rate, or the pooled rate while the control has
- * none) at the strictest Holm level alpha/m with the given power, within [minSample, maxSample]. With no conversion
- * at all the cap applies.
+ * The planned sample: impressions per variant enough to detect a relative lift of `mde` over the baseline at the
+ * strictest Holm level alpha/m with the given power, within [minSample, maxSample]. The baseline is the pooled rate
+ * of all variants (the best estimate of the common rate if nothing differs, and steadier than the control's alone).
+ * With no conversion at all (or only conversions) the cap applies.
  */
-function requiredSample(controlRate: number, pooled: number, alpha: number, mde: number, power: number,
-  minSample: number, maxSample: number): number {
-  const base = controlRate > 0 ? controlRate : pooled;
+function requiredSample(base: number, alpha: number, mde: number, power: number, minSample: number,
+  maxSample: number): number {
   if (!(base > 0) || base >= 1) return maxSample;
   const target = base * (1 + mde) < 1 ? base * (1 + mde) : base * (1 - mde);
   return Math.min(maxSample, Math.max(minSample, sampleSizePerArm(base, target, alpha, power)));

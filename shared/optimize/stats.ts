@@ -1,5 +1,5 @@
 // Pure statistics for Optimize results (no I/O). The methods and their accuracy are described in
-// docs/reference/optimize-statistics.md; every function here is deterministic and allocation-free in its loops.
+// docs/reference/optimize-statistics.md.
 
 const LN_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
 const EPS = 1e-16;
@@ -116,7 +116,7 @@ export function normalQuantile(p: number): number {
   return x;
 }
 
-export interface ZTest { z: number; p_value: number }
+export interface ZTest { z: number; se: number; p_value: number }
 
 /**
  * Two-sided two-proportion z-test with the pooled standard error:
@@ -127,39 +127,46 @@ export function twoProportionZTest(x1: number, n1: number, x2: number, n2: numbe
   if (!(n1 > 0 && n2 > 0)) return null;
   const pooled = (x1 + x2) / (n1 + n2);
   const se = Math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2));
-  if (!(se > 0)) return { z: 0, p_value: 1 };
+  if (!(se > 0)) return { z: 0, se: 0, p_value: 1 };
   const z = (x2 / n2 - x1 / n1) / se;
-  return { z, p_value: regularizedGamma(0.5, 0.5 * z * z).q };
+  return { z, se, p_value: regularizedGamma(0.5, 0.5 * z * z).q };
 }
+
+/** Terms below e^-60 of the largest are left out: fewer than a1 of them remain, so the neglected rest is < 1e-17 relative. */
+const NEGLIGIBLE_TERM = Math.exp(-60);
 
 /**
  * P(X > Y) for X ~ Beta(a1, b1), Y ~ Beta(a2, b2) with a1 a positive integer: Evan Miller's closed form
- *   Σ_{i=0}^{a1−1} B(a2+i, b1+b2) / ((b1+i) B(1+i, b1) B(a2, b2)),
- * its terms computed by their ratio t(i+1)/t(i) = (a2+i)(b1+i) / ((a2+b1+b2+i)(i+1)) in log space (no overflow, one
- * log and one exp per term), t(0) = B(a2, b1+b2) / B(a2, b2).
+ *   Σ_{i=0}^{a1−1} t(i),  t(i) = B(a2+i, b1+b2) / ((b1+i) B(1+i, b1) B(a2, b2)).
+ * The ratio t(i+1)/t(i) = (a2+i)(b1+i) / ((a2+b1+b2+i)(i+1)) exceeds 1 exactly while i < (a2·b1 − a2−b1−b2)/(b2+1),
+ * so the terms rise to one mode and then fall. The sum starts at the mode (its term from log-gamma, so nothing
+ * overflows) and walks outward by the ratio until the terms are negligible: a few hundred to a few thousand
+ * multiplications instead of a1 (the terms that matter span a few standard deviations of the posterior).
  */
 function probGreaterSumOverA1(a1: number, b1: number, a2: number, b2: number): number {
-  let logTerm = logBeta(a2, b1 + b2) - logBeta(a2, b2);
-  // Running Σ exp(logTerm) kept as exp(max)·scaled so that tiny leading terms neither underflow nor lose the sum.
-  let max = logTerm;
-  let scaled = 1;
   const s = a2 + b1 + b2;
-  for (let i = 0; i < a1 - 1; i++) {
-    logTerm += Math.log(((a2 + i) * (b1 + i)) / ((s + i) * (i + 1)));
-    if (logTerm > max) {
-      scaled = scaled * Math.exp(max - logTerm) + 1;
-      max = logTerm;
-    } else {
-      scaled += Math.exp(logTerm - max);
-    }
+  const last = a1 - 1;
+  const mode = Math.min(last, Math.max(0, Math.ceil((a2 * b1 - s) / (b2 + 1))));
+  const logModeTerm = logBeta(a2 + mode, b1 + b2) - Math.log(b1 + mode) - logBeta(1 + mode, b1) - logBeta(a2, b2);
+  let sum = 1; // Σ t(i) / t(mode)
+  let rel = 1;
+  for (let i = mode; i < last && rel > NEGLIGIBLE_TERM; i++) {
+    rel *= ((a2 + i) * (b1 + i)) / ((s + i) * (i + 1));
+    sum += rel;
   }
-  return Math.exp(max + Math.log(scaled));
+  rel = 1;
+  for (let i = mode; i > 0 && rel > NEGLIGIBLE_TERM; i--) {
+    rel *= ((s + i - 1) * i) / ((a2 + i - 1) * (b1 + i - 1));
+    sum += rel;
+  }
+  return Math.exp(logModeTerm + Math.log(sum));
 }
 
 /**
  * P(X > Y) for independent X ~ Beta(a1, b1), Y ~ Beta(a2, b2) with integer parameters (Beta(1,1) priors updated
- * with counts). Exact (closed-form sum) in O(min(a1, b1, a2, b2)) terms: the sum runs over whichever parameter is
- * smallest, using P(X > Y) = 1 − P(Y > X) and the mirror X → 1 − X (1 − X ~ Beta(b, a)).
+ * with counts). Exact closed-form sum (~1e-9 relative: the log-gamma of large counts limits it), over at most
+ * min(a1, b1, a2, b2) terms: it runs over whichever parameter is smallest, using P(X > Y) = 1 − P(Y > X) and the
+ * mirror X → 1 − X (1 − X ~ Beta(b, a)), and of those only the non-negligible terms around the largest are computed.
  */
 export function probBetaGreater(a1: number, b1: number, a2: number, b2: number): number {
   for (const v of [a1, b1, a2, b2]) {
