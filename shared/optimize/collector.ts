@@ -49,12 +49,20 @@ function parseBeacon(body: Buffer | null): Beacon | string {
   return o as unknown as Beacon;
 }
 
+/** Beacons of one event-loop turn share one script call (fewer Redis round trips and script invocations). */
+const MAX_EVENTS_PER_CALL = 500;
+
+interface Pending { keys: string[]; args: string[]; resolve(flags: number[]): void; reject(err: unknown): void }
+
 export class Collector {
   private readonly collect: ScriptFn;
   private readonly live: ReturnType<typeof liveKeys>;
+  private pending: Pending[] = [];
+  private pendingEvents = 0;
+  private scheduled = false;
 
   constructor(private readonly redis: Redis, private readonly key: Keyer, private readonly configs: LiveConfigs) {
-    // The number of keys varies with the beacon's events: the caller passes it first.
+    // The number of keys varies with the batch: the caller passes it first.
     if (!(redis as unknown as Record<string, unknown>).olOptimizeCollect) {
       redis.defineCommand('olOptimizeCollect', { lua: readFileSync(new URL('./collect.lua', import.meta.url), 'utf8') });
     }
@@ -62,8 +70,8 @@ export class Collector {
     this.live = liveKeys(key);
   }
 
-  /** Counts a beacon. `origin` is the request's Origin (or Referer) host when it sent one. */
-  async accept(body: Buffer | null, userAgent: string | undefined, originHost: string | null, now = Date.now()): Promise<CollectOutcome> {
+  /** Counts a beacon. `originHost` is the request's Origin (or Referer) host when it sent one. */
+  async accept(body: Buffer | null, userAgent: string | undefined, originHost: string | null): Promise<CollectOutcome> {
     if (isBot(userAgent)) return { status: 202, accepted: 0, ignored: 0, reason: 'bot' };
     const b = parseBeacon(body);
     if (typeof b === 'string') return { status: 400, accepted: 0, ignored: 0, reason: b };
@@ -72,18 +80,47 @@ export class Collector {
     if (originHost !== null && !hostOnDomain(originHost, config.domain)) {
       return { status: 403, accepted: 0, ignored: b.e.length, reason: 'origin is not on the property domain' };
     }
-    const keys: string[] = [this.live.imp, this.live.asg, this.live.cnv];
-    const args: (string | number)[] = [b.v, now, new Date(now).toISOString().slice(0, 10)];
-    let ignored = 0;
+    const keys: string[] = [];
+    const args: string[] = [];
     for (const e of b.e) {
       const test = config.byId.get(e.x);
       const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants) : null;
-      if (!test || !variant) { ignored++; continue; }
+      if (!test || !variant) continue;
       keys.push(seenKey(this.key, test.id), convertedKey(this.key, test.id));
-      args.push(e.t, test.id, variant.id, test.goal.type);
+      args.push(e.t, test.id, variant.id, test.goal.type, b.v);
     }
-    if (keys.length === 3) return { status: 202, accepted: 0, ignored };
-    const counted = Number(await this.collect(keys.length, ...keys, ...args));
+    if (!keys.length) return { status: 202, accepted: 0, ignored: b.e.length };
+    const flags = await this.enqueue(keys, args);
+    const counted = flags.reduce((s, f) => s + f, 0);
     return { status: 202, accepted: counted, ignored: b.e.length - counted };
+  }
+
+  private enqueue(keys: string[], args: string[]): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ keys, args, resolve, reject });
+      this.pendingEvents += keys.length / 2;
+      if (this.pendingEvents >= MAX_EVENTS_PER_CALL) this.flush();
+      else if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    if (!batch.length) return;
+    this.pending = [];
+    this.pendingEvents = 0;
+    const now = Date.now();
+    const keys = [this.live.imp, this.live.asg, this.live.cnv, ...batch.flatMap((p) => p.keys)];
+    const args = [String(now), new Date(now).toISOString().slice(0, 10), ...batch.flatMap((p) => p.args)];
+    this.collect(keys.length, ...keys, ...args).then((out) => {
+      const flags = (out as number[]).map(Number);
+      let at = 0;
+      for (const p of batch) {
+        const n = p.keys.length / 2;
+        p.resolve(flags.slice(at, at + n));
+        at += n;
+      }
+    }, (err) => { for (const p of batch) p.reject(err); });
   }
 }
