@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from '../gateway/http/types.ts';
+import { runCommand as run } from './command.ts';
 import { round, writeResult } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -98,16 +99,6 @@ export function parseWrk(out: string): WrkResult {
   };
 }
 
-function run(cmd: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    c.stdout.on('data', (d) => { out += d; });
-    c.stderr.on('data', (d) => { out += d; });
-    c.on('error', reject);
-    c.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}:\n${out}`))));
-  });
-}
 
 const wrk = (url: string, headers: string[], duration = DURATION) =>
   run('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${duration}`, '--latency', ...headers.flatMap((h) => ['-H', h]), url]).then(parseWrk);

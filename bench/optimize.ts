@@ -23,6 +23,7 @@ import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
 import { benchResults } from './optimize-results.ts';
+import { runCommand as run } from './command.ts';
 import { round, writeResult, type Figure } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -42,16 +43,6 @@ const envVars: Record<string, string> = {
 Object.assign(process.env, envVars);
 const config = loadConfig({ ...process.env, ...envVars });
 
-function run(cmd: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    c.stdout.on('data', (d) => { out += d; });
-    c.stderr.on('data', (d) => { out += d; });
-    c.on('error', reject);
-    c.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}:\n${out}`))));
-  });
-}
 
 async function main() {
   await prepareDatabase(config);
