@@ -323,3 +323,20 @@ t.test('tenant isolation and scopes', async (t) => {
     t.equal(r.body.error.code, 'scope_missing');
   }
 });
+
+t.test('idempotent create and ship with Idempotency-Key', async (t) => {
+  const headers = { 'idempotency-key': `opt-create-${Date.now()}` };
+  const body = baseTest({ name: 'Keyed', start: true });
+  const a = await env.request('POST', '/v1/optimize/tests', { key, body, headers });
+  const b = await env.request('POST', '/v1/optimize/tests', { key, body, headers });
+  t.equal(a.status, 201);
+  t.equal(b.status, 201);
+  t.equal(b.headers['idempotency-replay'], 'true');
+  t.equal(b.body.data.id, a.body.data.id, 'one test');
+  t.equal((await env.db.one(`SELECT count(*)::int AS n FROM events WHERE event_type = 'optimize.test.created' AND data->'test'->>'id' = $1`, [a.body.data.id])).n, 1, 'one event');
+  const shipHeaders = { 'idempotency-key': `opt-ship-${Date.now()}` };
+  const s1 = await env.request('POST', `/v1/optimize/tests/${a.body.data.id}/ship`, { key, body: { variant_id: a.body.data.variants[1].id }, headers: shipHeaders });
+  const s2 = await env.request('POST', `/v1/optimize/tests/${a.body.data.id}/ship`, { key, body: { variant_id: a.body.data.variants[1].id }, headers: shipHeaders });
+  t.equal(s1.status, 200);
+  t.same(s2.body, s1.body, 'the replay, not a 409');
+});
