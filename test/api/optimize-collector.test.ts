@@ -112,6 +112,20 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
   const r = await env.request('POST', '/v1/optimize/conversions', { key, body: { test_id: test.id, visitor_id: visitor(5), value: 12.5 } });
   t.equal(r.status, 200);
   t.equal(r.body.data.variant_id, assignVariant(test.id, visitor(5), 1, test.variants)!.id);
+
+  // The rollup applies the completion rule to the tests it counted for: a clear winner completes with its event.
+  const win = await mkTest(key, 'https://site.example.com/win');
+  await env.db.none(`INSERT INTO optimize_daily_counts (test_id, variant_id, day, impressions, conversions) VALUES
+    ($1, $2, '2026-11-20', 6000, 300), ($1, $3, '2026-11-20', 6000, 300), ($1, $4, '2026-11-20', 6000, 520)`,
+  [win.id, win.variants[0].id, win.variants[1].id, win.variants[2].id]);
+  await eventually(async () => (await collect({ k: prop.public_key, v: visitor(777777), e: [{ t: 'i', x: win.id }] })).body.accepted === 1, 30_000, 300);
+  const done = await eventually(async () => {
+    const r = await env.request('GET', `/v1/optimize/tests/${win.id}`, { key });
+    return r.body.data.status === 'completed' && r.body.data;
+  }, 60_000, 200);
+  t.equal(done.winner_variant_id, win.variants[2].id, 'completed by the rollup with the winner');
+  const ev = await env.db.any(`SELECT data FROM events WHERE event_type = 'optimize.test.winner' AND data->'test'->>'id' = $1`, [win.id]);
+  t.equal(ev.length, 1, 'one optimize.test.winner event');
   await healthy.kill('SIGTERM');
 });
 
