@@ -65,6 +65,17 @@ function pageUrlReason(pageUrl: string, property: PropertyRow | null): string | 
   return null;
 }
 
+/** Whether two URLs name the same page as the tag matches pages (host and path, trailing slash ignored). */
+function samePage(a: string, b: string): boolean {
+  try {
+    const x = new URL(a);
+    const y = new URL(b);
+    return x.host === y.host && x.pathname.replace(/\/+$/, '') === y.pathname.replace(/\/+$/, '');
+  } catch {
+    return false;
+  }
+}
+
 /** Semantic checks beyond the schema: variants, the control, weights, ops safety, redirects, the goal. */
 function testErrors(input: TestInput): Record<string, string> {
   const out: Record<string, string> = { ...goalErrors(input.goal) };
@@ -87,6 +98,7 @@ function testErrors(input: TestInput): Record<string, string> {
       let why = unsafeUrlReason(v.redirect_url);
       if (!why && !/^https?:\/\//i.test(v.redirect_url)) why = 'must be an absolute http(s) URL';
       if (!why && (v.ops?.length ?? 0) > 0) why = 'a redirect variant has no ops (the visitor leaves the page)';
+      if (!why && samePage(v.redirect_url, input.page_url)) why = 'must not be the test\'s own page (the visitor would be redirected forever)';
       if (why) out[`variants[${i}].redirect_url`] = why;
     }
   });

@@ -14,7 +14,7 @@ const baseTest = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 const events = async (type: string) =>
-  (await env.db.any('SELECT data FROM events WHERE organization_id = $1 AND event_type = $2 ORDER BY id', [org.organization_id, type])).map((r) => r.data);
+  (await env.db.any('SELECT data FROM events WHERE organization_id = $1 AND event_type = $2 ORDER BY seq', [org.organization_id, type])).map((r) => r.data);
 
 t.test('properties and snippet', async (t) => {
   t.match(prop, { domain: 'shop.example.com', name: 'Shop', verified_at: null, public_key: /^olpk_/ });
@@ -99,7 +99,7 @@ t.test('create with start fires created then started', async (t) => {
   t.equal(c.status, 201);
   t.equal(c.body.data.status, 'running');
   t.same(c.body.data.variants.map((v: { is_control: boolean; weight: number }) => [v.is_control, v.weight]), [[false, 0.25], [true, 0.75]]);
-  const rows = await env.db.any(`SELECT event_type FROM events WHERE data->'test'->>'id' = $1 ORDER BY id`, [c.body.data.id]);
+  const rows = await env.db.any(`SELECT event_type FROM events WHERE data->'test'->>'id' = $1 ORDER BY seq`, [c.body.data.id]);
   t.same(rows.map((r) => r.event_type), ['optimize.test.created', 'optimize.test.started']);
 });
 
@@ -124,6 +124,7 @@ t.test('validation of tests', async (t) => {
     ['unknown goal', baseTest({ goal: { type: 'scroll' } }), 'goal.type'],
     ['redirect to javascript', baseTest({ variants: [{ name: 'A' }, { name: 'B', redirect_url: 'javascript:alert(1)' }] }), 'variants[1].redirect_url'],
     ['relative redirect', baseTest({ variants: [{ name: 'A' }, { name: 'B', redirect_url: '/other' }] }), 'variants[1].redirect_url'],
+    ['redirect to the same page', baseTest({ variants: [{ name: 'A' }, { name: 'B', redirect_url: 'https://shop.example.com/?v=2' }] }), 'variants[1].redirect_url'],
     ['unknown field', baseTest({ colour: 'red' }), 'colour'],
   ];
   for (const [what, body, field] of cases) {
