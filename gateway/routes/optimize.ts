@@ -395,6 +395,9 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
     return serve(a, req.headers);
   });
 
+  // A page posting JSON with fetch() preflights; sendBeacon's text/plain does not. Raw routes take any method uWS passes.
+  gateway.addRaw('OPTIONS' as 'POST', '/v1/optimize/collect', () => ({ status: 204, contentType: 'text/plain', body: '', headers: {
+    ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '86400' } }));
   gateway.addRaw('POST', '/v1/optimize/collect', async (req) => {
     const d = await limiter.take(key('rl', 'optimize', req.remote), collectLimit());
     if (!d.allowed) return { ...text(429, 'rate limited\n'), headers: { ...cors, 'retry-after': String(d.resetSeconds) } };

@@ -66,3 +66,12 @@ t.test('the script carries no markup that could end its own script element', asy
   t.notOk(/<\/script/i.test(js), 'no </script> in the served tag');
   t.ok(js.includes('\\u003c/script>'), 'the text is escaped');
 });
+
+t.test('the collector answers a CORS preflight', async (t) => {
+  const r = await httpCall(env.url, 'OPTIONS', '/v1/optimize/collect', { headers: { origin: 'https://www.example.com',
+    'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+  t.equal(r.status, 204);
+  t.equal(r.headers['access-control-allow-origin'], '*');
+  t.equal(r.headers['access-control-allow-methods'], 'POST');
+  t.equal(r.headers['access-control-allow-headers'], 'content-type');
+});
