@@ -89,7 +89,8 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
   for (let i = N; i < N + 100; i++) await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: test.id }, { t: 'i', x: half.id }] });
   const healthy = env.spawn('workers');
   await healthy.ready(120_000);
-  await eventually(async () => (await total(test.id)) === N + 100 && !(await env.redis.get(`${env.config.redisPrefix}:opt:batch:id`)), 120_000, 200);
+  await eventually(async () => (await total(test.id)) === N + 100 && !(await env.redis.get(`${env.config.redisPrefix}:opt:batch:id`)), 120_000, 200)
+    .catch((err) => { t.comment(`workers output:\n${healthy.output.slice(-4000)}`); throw err; });
 
   for (const tw of [test, half]) {
     const want = expected(tw, tw === half ? 1 : 0, N + 100); // visitor 0 saw only the first test

@@ -217,7 +217,10 @@ window.__frames.push([h?h.textContent:null,getComputedStyle(document.documentEle
         const r = (await env.request('GET', `/v1/optimize/tests/${test.id}/results`, { key })).body.data;
         const ok = r.variants.every((v: { variant_id: string; impressions: number }) => v.impressions === (want.get(v.variant_id)?.size ?? 0));
         return ok && r;
-      }, 60_000, 300).catch(async () => (await env.request('GET', `/v1/optimize/tests/${test.id}/results`, { key })).body.data);
+      }, 60_000, 300).catch(async () => {
+        t.comment(`workers output:\n${workers.output.slice(-4000)}`);
+        return (await env.request('GET', `/v1/optimize/tests/${test.id}/results`, { key })).body.data;
+      });
       for (const v of results.variants) {
         t.equal(v.impressions, want.get(v.variant_id)?.size ?? 0, `${test.name}/${v.name}: impressions = visitors the browser showed it`);
       }
