@@ -4,7 +4,7 @@
 import { request as httpRequest } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import t from 'tap';
-import { MAX_BODY_BYTES } from '../../gateway/http/server.ts';
+import { MAX_BODY_BYTES } from '../../gateway/http/wire.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { testEnv, type Response } from '../helpers/env.ts';
 import { parseSfList, type TapTest } from '../helpers/http-fields.ts';
