@@ -1,3 +1,4 @@
+import { CallRuntime } from '../shared/calls/runtime.ts';
 import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
 import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
@@ -47,9 +48,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const redis = createRedis(config.redisUrl);
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;
-  const gateway = new HttpGateway({
-    config, db, redis, log, clock, key: keyer(config.redisPrefix), cursors: new Cursors(secret, clock),
-  });
+  const base = { config, db, redis, log, key: keyer(config.redisPrefix) };
+  const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway

@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
@@ -134,7 +133,7 @@ export const callRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
       const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call) } });
-      const call = await placeCall(callRuntime(deps), principal, {
+      const call = await placeCall(deps.calls, principal, {
         type: 'bridge', from: body.from_number, to: body.to_number, connect: body.connect_number,
         numberSetId: body.number_set_id, record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
       }, ctx.idempotent(reply));
@@ -186,7 +185,7 @@ export const callRoutes: Plugin = (routes) => {
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
         deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       });
-      const call = await placeCall(callRuntime(deps), principal, {
+      const call = await placeCall(deps.calls, principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
@@ -329,7 +328,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     handler: async ({ deps, principal, params, query }) => {
       const mode = (query.mode ?? 'hangup') as HangupMode;
-      const applied = await callRuntime(deps).transition(params.id, { type: 'hangup', mode, at: new Date() },
+      const applied = await deps.calls.transition(params.id, { type: 'hangup', mode, at: new Date() },
         { organizationId: principal.organizationId, bestEffort: true });
       if (!applied) throw notFound(`Call ${params.id}`);
       const r = applied.step.result;

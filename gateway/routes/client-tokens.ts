@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import { CLIENT_TOKEN_DEFAULT_TTL, CLIENT_TOKEN_MAX_TTL, CLIENT_TOKEN_MIN_TTL, clientTokenSigner } from '../../shared/tokens/client-token.ts';
 import { mintClientToken } from '../../shared/tokens/mint.ts';
 import { issueRoomToken, issueWebrtcTicket } from '../../shared/tickets/issue.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Plugin } from '../http/types.ts';
 
 const E164 = (description: string) => Type.String({ maxLength: 32, description });
@@ -80,7 +79,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: await issueWebrtcTicket(callRuntime(deps), principal, body) } }),
+      ({ status: 201, body: { data: await issueWebrtcTicket(deps.calls, principal, body) } }),
   });
 
   routes.add({
@@ -105,6 +104,6 @@ export const clientTokenRoutes: Plugin = (routes) => {
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: await issueRoomToken(callRuntime(deps), principal, body) } }),
+      ({ status: 201, body: { data: await issueRoomToken(deps.calls, principal, body) } }),
   });
 };

@@ -3,7 +3,6 @@ import {
   availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
@@ -113,7 +112,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
       const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
       const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
-      await cancelQueuedCallsFrom(callRuntime(deps), principal.organizationId, row.id).catch((err) =>
+      await cancelQueuedCallsFrom(deps.calls, principal.organizationId, row.id).catch((err) =>
         deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));
       return reply(row);
     },

@@ -1,5 +1,4 @@
 import { reconcileOnce } from '../../shared/calls/reconcile.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Service } from '../processor.ts';
 
 // Runs the calls reconciler (shared/calls/reconcile.ts) every RECONCILE_MS: frees channels of calls that ended
@@ -12,7 +11,7 @@ export const callsReconciler: Service = {
   name: 'calls-reconciler',
   async start(deps) {
     const log = deps.log.child({ service: 'calls-reconciler' });
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     const nudged = new Map<string, number>();
     let pass = 0;
     let stopped = false;
