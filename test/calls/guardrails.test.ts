@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { setLimits } from '../../shared/calls/limits.ts';
 import { uuidv7 } from '../../shared/ids.ts';
 import { ROOT } from '../helpers/env.ts';
-import { aiCall, callEnv, callOrg, channelsUsed, dial, settled, type CallOrg } from './helpers.ts';
+import { aiCall, callEnv, callOrg, channelAccounts, channelsUsed, dial, settled, type CallOrg } from './helpers.ts';
 
 const { env } = await callEnv(t);
 
@@ -22,7 +22,7 @@ async function rejected(t: Test, org: CallOrg, send: () => Promise<any>, status:
   if (field) t.ok(r.body.error.fields?.[field], `${code}: fields.${field}`);
   t.equal(await rows(org), before, `${code}: no row`);
   // Every channel hold belongs to a call with a row (earlier calls of the test may still be ending).
-  const holds = Object.keys(await env.redis.hgetall(`${env.config.redisPrefix}:chan:${org.organization_id}:holds`));
+  const holds = [...(await channelAccounts(env).holds(org.organization_id)).keys()];
   const known = holds.length ? (await env.db.one('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[])', [holds])).n : 0;
   t.equal(known, holds.length, `${code}: no channel held for it`);
   return r;

@@ -7,7 +7,8 @@ import t from 'tap';
 import { MAX_BODY_BYTES } from '../../gateway/http/wire.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { testEnv, type Response } from '../helpers/env.ts';
-import { parseSfList, type TapTest } from '../helpers/http-fields.ts';
+import { parseSfList } from '../helpers/header-syntax.ts';
+import type { TapTest } from '../helpers/pool.ts';
 
 const SINCE = new Date('2026-01-15T00:00:00Z');
 const SUNSET = new Date('2027-07-01T00:00:00Z');

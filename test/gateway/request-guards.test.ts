@@ -7,7 +7,7 @@ import t from 'tap';
 import { NUL_MESSAGE, UNDECODABLE_MESSAGE } from '../../gateway/http/request-guards.ts';
 import type { AnyRoute } from '../../gateway/http/types.ts';
 import { testEnv, type Response } from '../helpers/env.ts';
-import type { TapTest } from '../helpers/http-fields.ts';
+import type { TapTest } from '../helpers/pool.ts';
 
 const env = await testEnv(t);
 const org = await env.bootstrap();

@@ -7,7 +7,8 @@ import { sha256 } from '../../shared/ids.ts';
 import { isE164 } from '../../shared/phone/e164.ts';
 import { DEFAULT_ALL_SCOPES } from '../../shared/scopes.ts';
 import { testEnv } from '../helpers/env.ts';
-import { pool, runAdmin, type CliResult, type TapTest } from '../helpers/http-fields.ts';
+import { pool, type TapTest } from '../helpers/pool.ts';
+import { runAdmin, type CliResult } from '../helpers/admin-cli.ts';
 
 const env = await testEnv(t);
 const admin = (...args: string[]) => runAdmin(env.env, args);

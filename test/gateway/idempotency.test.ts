@@ -9,7 +9,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { sha256hex } from '../../shared/ids.ts';
 import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
 import { eventually, testEnv, type Response } from '../helpers/env.ts';
-import { pool } from '../helpers/http-fields.ts';
+import { pool } from '../helpers/pool.ts';
 
 /** Executions per body.name; a gate that holds `wait` requests; failure modes for the first execution. */
 const executions = new Map<string, number>();

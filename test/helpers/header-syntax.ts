@@ -1,11 +1,5 @@
 // Strict parsers for the header syntaxes the API contract names, so tests check the syntax itself and not just a
 // substring: RFC 8941 structured-field Lists (RateLimit, RateLimit-Policy), RFC 7235 challenges (WWW-Authenticate).
-import { spawn } from 'node:child_process';
-import type tap from 'tap';
-import { ROOT } from './env.ts';
-
-/** The type of a subtest's `t`. */
-export type TapTest = Parameters<Parameters<typeof tap.test>[0]>[0];
 
 export type BareItem = number | string | boolean | { token: string } | { bytes: string } | { date: number };
 export interface SfItem { value: BareItem; params: Record<string, BareItem> }
@@ -111,38 +105,4 @@ export function parseChallenge(header: string): { scheme: string; params: Record
     rest = rest.slice(p[0].length);
   }
   return { scheme: m[1], params };
-}
-
-export interface CliResult { code: number | null; stdout: string; stderr: string }
-
-/** Runs `npm run --silent admin -- <args>` as a child process with a test file's environment. `direct` runs the
- *  command that script runs (node --no-warnings --import tsx infra/admin.ts) without npm's start-up time. */
-export function runAdmin(env: Record<string, string>, args: string[], o: { direct?: boolean } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const [cmd, argv] = o.direct
-      ? [process.execPath, ['--no-warnings', '--import', 'tsx', 'infra/admin.ts', ...args]]
-      : ['npm', ['run', '--silent', 'admin', '--', ...args]];
-    const child = spawn(cmd, argv, {
-      cwd: ROOT, env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Runs `fn` over `items` with at most `n` in flight; results in input order. */
-export async function pool<T, R>(items: T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i], i);
-    }
-  }));
-  return out;
 }

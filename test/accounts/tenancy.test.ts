@@ -59,7 +59,7 @@ t.test('account snapshot: footprint, user and organization are the caller\'s own
 
   // Changing B's rows by hand (SQL, not the API) moves B's footprint, never A's. Such a change reaches the gateway
   // with the change notice, so it is eventually true; changes made through the API are read-your-writes
-  // (test/api/account-cache.test.ts).
+  // (test/accounts/account-cache.test.ts).
   await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE phone_number = $1`, [b.phone_numbers[0]]);
   await env.db.none(`UPDATE phone_numbers SET reputation_enrolled_at = NULL WHERE phone_number = $1`, [b.phone_numbers[1]]);
   const rb2 = await eventually(async () => {

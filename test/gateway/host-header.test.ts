@@ -3,7 +3,8 @@
 // listen address; PUBLIC_URL wins over any Host. (recording_url: test/calls/recording-stream.test.ts.)
 import t from 'tap';
 import { testEnv, httpCall, type Response } from '../helpers/env.ts';
-import { parseChallenge, type TapTest } from '../helpers/http-fields.ts';
+import { parseChallenge } from '../helpers/header-syntax.ts';
+import type { TapTest } from '../helpers/pool.ts';
 
 const env = await testEnv(t);
 const org = await env.bootstrap({ scopes: ['account:read', 'calls:write'], numbers: 1 });

@@ -5,7 +5,9 @@ import t from 'tap';
 import { startGateway } from '../../gateway/app.ts';
 import { createLogger } from '../../shared/log.ts';
 import { eventually, httpCall, testEnv, type Response } from '../helpers/env.ts';
-import { parseSfList, pool, runAdmin, type TapTest } from '../helpers/http-fields.ts';
+import { parseSfList } from '../helpers/header-syntax.ts';
+import { pool, type TapTest } from '../helpers/pool.ts';
+import { runAdmin } from '../helpers/admin-cli.ts';
 
 const env = await testEnv(t);
 const org = await env.bootstrap({ org: 'Limits Co' });

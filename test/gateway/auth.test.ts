@@ -5,7 +5,9 @@ import { revokeAndAnnounce } from '../../shared/accounts/revocation.ts';
 import { keyer } from '../../shared/redis.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import { testEnv, type Response } from '../helpers/env.ts';
-import { parseChallenge, runAdmin, type TapTest } from '../helpers/http-fields.ts';
+import { parseChallenge } from '../helpers/header-syntax.ts';
+import { runAdmin } from '../helpers/admin-cli.ts';
+import type { TapTest } from '../helpers/pool.ts';
 
 const env = await testEnv(t);
 const org = await env.bootstrap({ org: 'Auth Co', scopes: ['account:read'] });
@@ -152,7 +154,7 @@ t.test('revocation through `admin key revoke` takes effect at once', async (t) =
   t.equal(again.stderr.trim().split('\n').length, 1);
 });
 
-// The race between an in-flight lookup and a revocation is covered deterministically in test/unit/auth-cache.test.ts.
+// The race between an in-flight lookup and a revocation is covered deterministically in test/gateway/auth-cache.test.ts.
 
 t.test('public routes need no credential', async (t) => {
   for (const path of ['/healthz', '/readyz', '/v1/openapi.json', '/.well-known/oauth-protected-resource']) {
