@@ -4,7 +4,7 @@
 import type { Principal } from '../../shared/accounts/principal.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Keyer, Redis } from '../../shared/redis.ts';
-import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
+import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import type { Authenticator } from './auth.ts';
 
 const ANONYMOUS_LIMIT = 600;

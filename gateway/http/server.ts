@@ -6,7 +6,7 @@ import type { Principal } from '../../shared/accounts/principal.ts';
 import { forgetAccount } from '../../shared/accounts/snapshot.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Tx, WithinTx } from '../../shared/db.ts';
-import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/index.ts';
+import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';

@@ -2,7 +2,7 @@
 // query strings and JSON bodies, serializing replies and errors, writing status lines and headers.
 import type uWS from 'uWebSockets.js';
 import { ApiError, validationError } from '../../shared/errors.ts';
-import type { StoredResponse } from '../../shared/idempotency/index.ts';
+import type { StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { fieldMap } from './request-guards.ts';
 import type { Deprecation, GatewayDeps, Reply } from './types.ts';
 

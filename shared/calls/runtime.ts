@@ -2,11 +2,11 @@
 // the carrier; plus the one function that moves a call: transition() = store.applyInput + carry out effects.
 // Each process builds exactly one at start (gateway/app.ts, workers/main.ts, signaling/main.ts) and passes it on.
 import { legId, type Carrier, type LegRef, type LegRole } from '../carriers/carrier.ts';
-import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/index.ts';
-import { ChannelAccounts } from '../channels/index.ts';
-import { FixedWindowLimiter } from '../ratelimit/index.ts';
+import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/configured.ts';
+import { ChannelAccounts } from '../channels/channel-accounts.ts';
+import { FixedWindowLimiter } from '../ratelimit/fixed-window-limiter.ts';
 import type { ProcessDeps } from '../process.ts';
-import { SpendAccounts } from '../spend/index.ts';
+import { SpendAccounts } from '../spend/spend-accounts.ts';
 import { spendDay } from './limits.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';

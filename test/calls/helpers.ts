@@ -1,7 +1,7 @@
 // Helpers of the call test files: an environment with the real workers process, organizations with raised
 // limits, webhook subscriptions for every call event, and waits on call state.
 import { setLimits, type LimitsPatch } from '../../shared/calls/limits.ts';
-import { ChannelAccounts } from '../../shared/channels/index.ts';
+import { ChannelAccounts } from '../../shared/channels/channel-accounts.ts';
 import { keyer } from '../../shared/redis.ts';
 import { eventually, testEnv, type TestEnv } from '../helpers/env.ts';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../helpers/receiver.ts';

@@ -8,7 +8,7 @@ import { step, type MachineCall } from '../../shared/calls/machine.ts';
 import type { Leg } from '../../shared/calls/model.ts';
 import { legsCents, spendDeadline, worstCaseCents } from '../../shared/calls/pricing.ts';
 import { keyer } from '../../shared/redis.ts';
-import { SpendAccounts } from '../../shared/spend/index.ts';
+import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { eventually } from '../helpers/env.ts';
 import { aiCall, callEnv, callOrg, dial, getCall, settled, waitStatus, type CallOrg } from './helpers.ts';
 

@@ -7,7 +7,7 @@ import type { Plugin, Reply } from '../../gateway/http/types.ts';
 import { createAgent, type AgentRow } from '../../shared/agents/agents.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { sha256hex } from '../../shared/ids.ts';
-import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/idempotency-store.ts';
 import { eventually, testEnv, type Response } from '../helpers/env.ts';
 import { pool } from '../helpers/pool.ts';
 

@@ -2,7 +2,7 @@
 // the limit (one process or several sharing the count), exact remaining counts within one process, a refusal
 // remembered only briefly, and single-flight refills under a burst.
 import t from 'tap';
-import { FixedWindowLimiter } from '../../shared/ratelimit/index.ts';
+import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import { createRedis } from '../../shared/redis.ts';
 import { randomToken } from '../../shared/ids.ts';
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { pruneOldEvents } from '../../shared/events/retention.ts';
 import { uuidv7 } from '../../shared/ids.ts';
-import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/idempotency-store.ts';
 import { pruneIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import { SERVICES } from '../../workers/registry.ts';
 import { testEnv } from '../helpers/env.ts';

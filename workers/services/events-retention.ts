@@ -1,5 +1,5 @@
 import { pruneOldEvents, RETENTION_BATCH } from '../../shared/events/retention.ts';
-import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/idempotency-store.ts';
 import { pruneIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
