@@ -91,3 +91,14 @@ export async function registerCnam(db: Db, provider: CnamProvider, job: CnamJob)
     [job.phoneId, job.version, verdict.status, verdict.status === 'rejected' ? verdict.reason : null]);
   return r.rowCount ? 'applied' : 'stale';
 }
+
+/** Submits the caller name a number was bought with (derived from the organization's name) once it is ACTIVE and
+ *  still pending. Idempotent: the job id is per number and version. */
+export async function submitPendingCnam(db: Db, redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>, phoneId: number): Promise<boolean> {
+  const row = await db.oneOrNone<{ cnam_version: number }>(
+    `SELECT cnam_version FROM phone_numbers WHERE id = $1 AND status = 'ACTIVE' AND cnam_status = 'pending' AND cnam_display_name <> ''`, [phoneId]);
+  if (!row) return false;
+  const job = { phoneId, version: row.cnam_version };
+  await cnamQueue(redis, config.redisPrefix).add('register', job, cnamJobOptions(job, config));
+  return true;
+}

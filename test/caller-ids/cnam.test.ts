@@ -70,7 +70,7 @@ t.test('the CNAM rules: each bad name is a 400 naming the field; nothing changes
     [{ cnam_display_name: 'Acme  Dental' }, 'cnam_display_name', /two spaces/],
     [{ cnam_display_name: '' }, 'cnam_display_name', /empty/],
     [{ cnam_display_name: '--' }, 'cnam_display_name', /a letter or a digit/],
-    [{ cnam_display_name: 7 }, 'cnam_display_name', String],
+    [{ cnam_display_name: 7 }, 'cnam_display_name', /./],
     [{ colour: 'red' }, 'colour', 'is not a recognized field'],
   ];
   for (const [body, field, match] of bad) {
@@ -82,6 +82,14 @@ t.test('the CNAM rules: each bad name is a 400 naming the field; nothing changes
   t.equal((await patch(ids[0], {})).status, 400, 'an empty patch');
   const after = await env.db.one('SELECT cnam_display_name, cnam_status, cnam_version FROM phone_numbers WHERE id = $1', [ids[0]]);
   t.same(after, before);
+});
+
+t.test('a bought number registers the caller name derived from the organization once active', async (t) => {
+  const buy = await env.request('POST', '/v1/phone-numbers', { key, body: { area_code: '206' } });
+  t.equal(buy.status, 202, buy.text);
+  t.match(buy.body.data, { status: 'PROVISIONING', cnam_display_name: 'Cnam Co', cnam_status: 'pending' });
+  const n = await settledCnam(buy.body.data.id);
+  t.match(n, { is_active: true, cnam_display_name: 'Cnam Co', cnam_status: 'registered' });
 });
 
 t.test('a released number: 409 naming its status', async (t) => {
