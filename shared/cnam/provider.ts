@@ -1,7 +1,6 @@
 // CNAM registration providers: submit a number's display name to the caller-name databases and learn whether it
 // was registered or rejected. The sandbox provider is the default; shared/cnam/telnyx.ts is the production
 // adapter's shape for one carrier.
-import type { Config } from '../config.ts';
 import { TelnyxCnamProvider } from './telnyx.ts';
 
 export type CnamResult =
@@ -32,11 +31,10 @@ export const sandboxCnamProvider: CnamProvider = {
 };
 
 /** The provider of the configured environment: Telnyx when CNAM_PROVIDER=telnyx (with TELNYX_API_KEY), else the sandbox. */
-export function cnamProvider(config: Pick<Config, 'carrier'>, env: NodeJS.ProcessEnv = process.env): CnamProvider {
+export function cnamProvider(env: NodeJS.ProcessEnv = process.env): CnamProvider {
   if (env.CNAM_PROVIDER === 'telnyx') {
     if (!env.TELNYX_API_KEY) throw new Error('CNAM_PROVIDER=telnyx needs TELNYX_API_KEY');
     return new TelnyxCnamProvider(env.TELNYX_API_KEY, env.TELNYX_API_URL);
   }
-  void config;
   return sandboxCnamProvider;
 }
