@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import {
-  addCallerId, CALLER_ID_LIMIT, CODE_DIGITS, CODE_TTL_SECONDS, callerIdView, confirmCallerId, getCallerId, listCallerIds,
+  addCallerId, CALLER_ID_LIMIT, type CallerIdRow, CODE_DIGITS, CODE_TTL_SECONDS, callerIdView, confirmCallerId, getCallerId, listCallerIds,
   MAX_CALLS_PER_HOUR, MAX_CODE_ATTEMPTS, placeVerificationCall, removeCallerId,
 } from '../../shared/caller-ids/caller-ids.ts';
 import { PageQuery } from '../../shared/pagination.ts';
-import type { Plugin } from '../http/types.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 // Caller IDs: external numbers the organization proves it controls (a verification call speaks a code, the code
@@ -53,8 +53,10 @@ export const callerIdRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 201, schema: One },
     errors: ['caller_id_exists', 'caller_id_limit_exceeded'],
-    handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: callerIdView(await addCallerId(deps.db, principal.organizationId, body)) } }),
+    handler: async (ctx) => {
+      const reply = (r: CallerIdRow): Reply => ({ status: 201, body: { data: callerIdView(r) } });
+      return reply(await addCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
+    },
   });
 
   routes.add({
@@ -88,9 +90,10 @@ export const callerIdRoutes: Plugin = (routes) => {
     description: 'Removes the caller ID: from now on it is refused as from_number (as any number the organization does '
       + 'not hold). Calls already placed with it go on. Answers 204 with no body; the number may be added again later.',
     params: IdParams, response: { status: 204, description: 'Removed' },
-    handler: async ({ deps, principal, params }) => {
-      await removeCallerId(deps.db, principal.organizationId, params.id);
-      return { status: 204 };
+    handler: async (ctx) => {
+      const reply = (): Reply => ({ status: 204 });
+      await removeCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      return reply();
     },
   });
 
@@ -105,8 +108,10 @@ export const callerIdRoutes: Plugin = (routes) => {
     examples: { response: { data: EXAMPLE } },
     params: IdParams, response: { status: 202, schema: One, description: 'The call was placed; confirm the code it speaks.' },
     errors: ['caller_id_already_verified', 'service_unavailable'],
-    handler: async ({ deps, principal, params }) =>
-      ({ status: 202, body: { data: callerIdView(await placeVerificationCall(deps.db, deps.config, principal.organizationId, params.id)) } }),
+    handler: async (ctx) => {
+      const reply = (r: CallerIdRow): Reply => ({ status: 202, body: { data: callerIdView(r) } });
+      return reply(await placeVerificationCall(ctx.deps.db, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply)));
+    },
   });
 
   routes.add({
@@ -121,7 +126,9 @@ export const callerIdRoutes: Plugin = (routes) => {
     body: Type.Object({ code: Type.String({ maxLength: 32, description: `The ${CODE_DIGITS} digits the call spoke.` }) }, { additionalProperties: false }),
     response: { status: 200, schema: One },
     errors: ['caller_id_already_verified', 'verification_not_started', 'verification_code_incorrect', 'verification_code_expired', 'verification_locked'],
-    handler: async ({ deps, principal, params, body }) =>
-      ({ status: 200, body: { data: callerIdView(await confirmCallerId(deps.db, principal.organizationId, params.id, body.code)) } }),
+    handler: async (ctx) => {
+      const reply = (r: CallerIdRow): Reply => ({ status: 200, body: { data: callerIdView(r) } });
+      return reply(await confirmCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.code, ctx.idempotent(reply)));
+    },
   });
 };

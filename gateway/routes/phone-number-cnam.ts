@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { CNAM_MAX_LENGTH, CNAM_PUNCTUATION } from '../../shared/cnam/rules.ts';
 import { SANDBOX_RESERVED_WORDS } from '../../shared/cnam/provider.ts';
 import { setCnam } from '../../shared/cnam/registration.ts';
-import { numberDetailView } from '../../shared/numbers/lifecycle.ts';
-import type { Plugin } from '../http/types.ts';
+import { numberDetailView, type LifecycleRow } from '../../shared/numbers/lifecycle.ts';
+import type { Plugin, Reply } from '../http/types.ts';
 import { DETAIL_EXAMPLE, IdParams, PhoneNumberDetail } from './phone-number-lifecycle.ts';
 
 // Configuring a held number: its label and its caller name (CNAM). Rules in shared/cnam.
@@ -27,8 +27,10 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
     }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     errors: ['cnam_number_released'],
-    handler: async ({ deps, principal, params, body }) => ({
-      status: 200, body: { data: numberDetailView(await setCnam(deps.db, deps.redis, deps.config, principal.organizationId, params.id, body)) },
-    }),
+    handler: async (ctx) => {
+      const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
+      return reply(await setCnam(ctx.deps.db, ctx.deps.redis, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.body,
+        ctx.idempotent(reply)));
+    },
   });
 };

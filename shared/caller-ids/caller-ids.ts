@@ -4,7 +4,7 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { BLOCK_MESSAGES, classifyDestination } from '../calls/destinations.ts';
-import type { Db, Tx } from '../db.ts';
+import type { Db, Tx, WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -91,7 +91,7 @@ export async function listCallerIds(db: Db, organizationId: string, p: PageParam
 
 export interface AddCallerId { phone_number: string; name?: string }
 
-export async function addCallerId(db: Db, organizationId: string, input: AddCallerId): Promise<CallerIdRow> {
+export async function addCallerId(db: Db, organizationId: string, input: AddCallerId, within?: WithinTx<CallerIdRow>): Promise<CallerIdRow> {
   const n = input.phone_number;
   if (!parseE164(n)) throw validationError({ phone_number: 'must be an E.164 number, e.g. +14155550123' });
   return db.tx(async (tx) => {
@@ -120,8 +120,10 @@ export async function addCallerId(db: Db, organizationId: string, input: AddCall
       throw new ApiError('caller_id_limit_exceeded', `Your organization holds ${count} caller IDs, the most it may hold (${CALLER_ID_LIMIT}).`,
         { resolutionHint: 'Remove a caller ID you no longer use (DELETE /v1/caller-ids/{id}).' });
     }
-    return tx.one<CallerIdRow>(`INSERT INTO caller_ids (id, organization_id, phone_number, name) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+    const row = await tx.one<CallerIdRow>(`INSERT INTO caller_ids (id, organization_id, phone_number, name) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
       [uuidv7(), organizationId, n, input.name ?? '']);
+    await within?.(tx, row);
+    return row;
   });
 }
 
@@ -129,7 +131,8 @@ const alreadyVerified = (r: CallerIdRow) =>
   new ApiError('caller_id_already_verified', `Caller ID ${r.id} is already verified (status verified).`);
 
 /** Places a verification call speaking a new code (replacing any earlier code, and clearing a lockout). */
-export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrier'>, organizationId: string, id: string): Promise<CallerIdRow> {
+export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrier'>, organizationId: string, id: string,
+  within?: WithinTx<CallerIdRow>): Promise<CallerIdRow> {
   const caller = verificationCaller(config);
   const secret = await codeSecret(db);
   return db.tx(async (tx) => {
@@ -152,6 +155,7 @@ export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrie
     await tx.none('INSERT INTO caller_id_verification_calls (caller_id_id, organization_id, carrier) VALUES ($1, $2, $3)',
       [id, organizationId, caller.name]);
     await caller.place(tx, { organizationId, callerIdId: id, phoneNumber: row.phone_number, code });
+    await within?.(tx, updated);
     return updated;
   });
 }
@@ -162,7 +166,7 @@ type ConfirmOutcome =
 
 /** Checks a code against the live one (constant-time). A wrong code counts an attempt, committed before the
  *  error is answered; the last allowed wrong attempt locks the code. */
-export async function confirmCallerId(db: Db, organizationId: string, id: string, code: string): Promise<CallerIdRow> {
+export async function confirmCallerId(db: Db, organizationId: string, id: string, code: string, within?: WithinTx<CallerIdRow>): Promise<CallerIdRow> {
   if (!new RegExp(`^[0-9]{${CODE_DIGITS}}$`).test(code)) {
     // Malformed input is refused without counting an attempt (it could not have matched).
     await getCallerId(db, organizationId, id);
@@ -190,6 +194,7 @@ export async function confirmCallerId(db: Db, organizationId: string, id: string
       const verified = await tx.one<CallerIdRow>(
         `UPDATE caller_ids SET status = 'verified', verified_at = now(), code_hash = NULL, code_expires_at = NULL,
                 code_attempts = 0, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+      await within?.(tx, verified);
       return { ok: true, row: verified };
     }
     const attempts = row.code_attempts + 1;
@@ -210,9 +215,12 @@ export async function confirmCallerId(db: Db, organizationId: string, id: string
 
 /** Removes the caller ID: it can no longer be used as from_number. The row stays as history; the number may be
  *  added again later (and must then be verified again). */
-export async function removeCallerId(db: Db, organizationId: string, id: string): Promise<void> {
-  const r = await db.result(
-    `UPDATE caller_ids SET removed_at = now(), code_hash = NULL, updated_at = now()
-      WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL`, [isUuid(id) ? id : null, organizationId]);
-  if (r.rowCount === 0) throw notFound(`Caller ID ${id}`);
+export async function removeCallerId(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
+  await db.tx(async (tx) => {
+    const r = await tx.result(
+      `UPDATE caller_ids SET removed_at = now(), code_hash = NULL, updated_at = now()
+        WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL`, [isUuid(id) ? id : null, organizationId]);
+    if (r.rowCount === 0) throw notFound(`Caller ID ${id}`);
+    await within?.(tx, undefined);
+  });
 }

@@ -4,7 +4,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
-import type { Db } from '../db.ts';
+import type { Db, WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import type { LifecycleRow } from '../numbers/lifecycle.ts';
 import type { CnamProvider } from './provider.ts';
@@ -43,7 +43,7 @@ export interface CnamPatch { cnam_display_name?: string; name?: string }
  *  is queued inside the transaction: if queuing fails nothing is written, and a job that runs before the commit
  *  finds an older version and is retried (see applyCnamVerdict). */
 export async function setCnam(db: Db, redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>, organizationId: string,
-  id: number, patch: CnamPatch): Promise<LifecycleRow> {
+  id: number, patch: CnamPatch, within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
   if (patch.cnam_display_name !== undefined) {
     const problem = cnamNameProblem(patch.cnam_display_name);
     if (problem) throw validationError({ cnam_display_name: problem });
@@ -71,6 +71,7 @@ export async function setCnam(db: Db, redis: Redis, config: Pick<Config, 'redisP
       const job = { phoneId: id, version };
       await cnamQueue(redis, config.redisPrefix).add('register', job, cnamJobOptions(job, config));
     }
+    await within?.(tx, updated);
     return updated;
   });
 }

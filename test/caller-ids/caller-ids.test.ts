@@ -179,6 +179,21 @@ t.test('at most CALLER_ID_LIMIT caller IDs, also under concurrency', async (t) =
     'removing one makes room');
 });
 
+t.test('an Idempotency-Key replays the first answer', async (t) => {
+  const headers = { 'idempotency-key': 'add-caller-id-1' };
+  const a = await env.request('POST', '/v1/caller-ids', { key, headers, body: { phone_number: '+12015550131' } });
+  const b = await env.request('POST', '/v1/caller-ids', { key, headers, body: { phone_number: '+12015550131' } });
+  t.equal(a.status, 201);
+  t.equal(b.status, 201, 'not caller_id_exists');
+  t.equal(b.headers['idempotency-replay'], 'true');
+  t.equal(b.body.data.id, a.body.data.id);
+  const vh = { 'idempotency-key': 'verify-1' };
+  t.equal((await env.request('POST', `/v1/caller-ids/${a.body.data.id}/verify`, { key, headers: vh })).status, 202);
+  t.equal((await env.request('POST', `/v1/caller-ids/${a.body.data.id}/verify`, { key, headers: vh })).status, 202);
+  const calls = await env.db.one('SELECT count(*)::int AS n FROM caller_id_verification_calls WHERE caller_id_id = $1', [a.body.data.id]);
+  t.equal(calls.n, 1, 'one call placed');
+});
+
 t.test('tenant isolation on every route', async (t) => {
   const c = await addCallerId(env, key, '+12015550128');
   await verify(c.id);
