@@ -35,10 +35,11 @@ t.test('a verified caller ID places bridge and AI calls that run to the end', as
 });
 
 t.test('a pending caller ID: 422 call_id_not_verified on every path, nothing placed', async (t) => {
-  const before = await rows(org);
-  const channels = await channelsUsed(env, org.organization_id);
+  // A fresh organization, so no earlier call can hold a channel.
+  const fresh = await callOrg(env);
+  await addCallerId(env, fresh.api_key, PENDING);
   for (const [name, place, field] of [['dial', bridge, 'from_number'], ['calls', ai, 'from_number'], ['webrtc-token', webrtc, 'from_number']] as const) {
-    const r = await place(PENDING);
+    const r = await place(PENDING, fresh.api_key);
     t.equal(r.status, 422, `${name}: ${r.text}`);
     t.equal(r.body.error.code, 'call_id_not_verified');
     t.equal(r.body.error.category, 'invalid_request');
@@ -49,8 +50,9 @@ t.test('a pending caller ID: 422 call_id_not_verified on every path, nothing pla
   t.equal(m.status, 422, 'a client token cannot carry a pending caller ID');
   t.equal(m.body.error.code, 'call_id_not_verified');
   t.same(Object.keys(m.body.error.fields), ['from_numbers[1]']);
-  t.equal(await rows(org), before, 'no call row');
-  t.equal(await channelsUsed(env, org.organization_id), channels, 'no channel held');
+  t.equal(await rows(fresh), 0, 'no call row');
+  t.equal(await channelsUsed(env, fresh.organization_id), 0, 'no channel held');
+  t.same(await env.redis.hgetall(`${env.config.redisPrefix}:chan:${fresh.organization_id}:holds`), {}, 'no channel hold');
 });
 
 t.test('an unknown number answers as before', async (t) => {
@@ -85,6 +87,12 @@ t.test('client tokens with a verified caller ID: minted, then dial and webrtc-to
   t.equal(w.status, 201, w.text);
   const row = await env.db.one('SELECT type, from_number, status FROM calls WHERE id = $1', [w.body.data.call_id]);
   t.same(row, { type: 'webrtc', from_number: VERIFIED, status: 'QUEUED' });
+  const room = await env.request('POST', '/v1/room-token', { key: token, body: { from_number: VERIFIED, to_number: '+14155554570' } });
+  t.equal(room.status, 201, room.text);
+  t.equal((await env.db.one('SELECT from_number FROM calls WHERE id = $1', [room.body.data.call_id])).from_number, VERIFIED);
+  const pendingRoom = await env.request('POST', '/v1/room-token', { key: org.api_key, body: { from_number: PENDING, to_number: '+14155554570' } });
+  t.equal(pendingRoom.status, 422);
+  t.equal(pendingRoom.body.error.code, 'call_id_not_verified');
   await settled(env, org, d.body.data.call_id ?? d.body.data.id, 90_000);
 });
 
