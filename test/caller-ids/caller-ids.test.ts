@@ -103,6 +103,17 @@ t.test('a wrong code counts an attempt; the last one locks the code until a new 
   t.equal((await confirm(c.id, fresh)).status, 200);
 });
 
+t.test('concurrent wrong codes are all counted: the bound holds under concurrency', async (t) => {
+  const c = await addCallerId(env, key, '+12015550132');
+  await verify(c.id);
+  const code = await spokenCode(env, key, '+12015550132');
+  const tries = await Promise.all(Array.from({ length: MAX_CODE_ATTEMPTS + 3 }, () => confirm(c.id, wrong(code))));
+  const codes = tries.map((r) => r.body.error.code).sort();
+  t.equal(codes.filter((x) => x === 'verification_code_incorrect').length, MAX_CODE_ATTEMPTS - 1);
+  t.equal(codes.filter((x) => x === 'verification_locked').length, 4, 'the 5th locks, the rest find it locked');
+  t.equal((await confirm(c.id, code)).body.error.code, 'verification_locked');
+});
+
 t.test('an expired code is refused; an earlier code stops working after a new call', async (t) => {
   const c = await addCallerId(env, key, '+12015550125');
   await verify(c.id);
