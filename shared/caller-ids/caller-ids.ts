@@ -133,11 +133,11 @@ const alreadyVerified = (r: CallerIdRow) =>
 /** Places a verification call speaking a new code (replacing any earlier code, and clearing a lockout). */
 export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrier'>, organizationId: string, id: string,
   within?: WithinTx<CallerIdRow>): Promise<CallerIdRow> {
-  const caller = verificationCaller(config);
   const secret = await codeSecret(db);
   return db.tx(async (tx) => {
     const row = await getCallerId(tx, organizationId, id, true);
     if (row.status === 'verified') throw alreadyVerified(row);
+    const caller = verificationCaller(config);
     const recent = await tx.one<{ count: number; retry_after: number | null }>(
       `SELECT count(*)::int AS count,
               ceil(extract(epoch FROM min(placed_at) + interval '1 hour' - now()))::int AS retry_after
