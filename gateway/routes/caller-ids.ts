@@ -3,6 +3,8 @@ import {
   addCallerId, CALLER_ID_LIMIT, type CallerIdRow, CODE_DIGITS, CODE_TTL_SECONDS, callerIdView, confirmCallerId, getCallerId, listCallerIds,
   MAX_CALLS_PER_HOUR, MAX_CODE_ATTEMPTS, placeVerificationCall, removeCallerId,
 } from '../../shared/caller-ids/caller-ids.ts';
+import { cancelQueuedCallsFromCallerId } from '../../shared/calls/caller-id.ts';
+import { callRuntime } from '../../shared/calls/runtime.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
@@ -88,11 +90,16 @@ export const callerIdRoutes: Plugin = (routes) => {
   routes.add({
     method: 'DELETE', path: '/v1/caller-ids/{id}', scope: 'voice:write', tag: 'Caller IDs', summary: 'Remove a caller ID',
     description: 'Removes the caller ID: from now on it is refused as from_number (as any number the organization does '
-      + 'not hold). Calls already placed with it go on. Answers 204 with no body; the number may be added again later.',
+      + 'not hold). Its calls still QUEUED are canceled (disconnection_reason caller_id_released); calls already ringing '
+      + 'or answered go on. Answers 204 with no body; the number may be added again later.',
     params: IdParams, response: { status: 204, description: 'Removed' },
     handler: async (ctx) => {
+      const { deps, principal } = ctx;
       const reply = (): Reply => ({ status: 204 });
-      await removeCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      const removed = await removeCallerId(deps.db, principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      // After the commit; if this process dies first, origination's own check cancels them (shared/calls/store.ts).
+      await cancelQueuedCallsFromCallerId(callRuntime(deps), principal.organizationId, removed.phone_number).catch((err) =>
+        deps.log.warn({ err, caller_id: removed.id }, 'queued calls of a removed caller ID not canceled; origination will'));
       return reply();
     },
   });

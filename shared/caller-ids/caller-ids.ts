@@ -215,12 +215,13 @@ export async function confirmCallerId(db: Db, organizationId: string, id: string
 
 /** Removes the caller ID: it can no longer be used as from_number. The row stays as history; the number may be
  *  added again later (and must then be verified again). */
-export async function removeCallerId(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
-  await db.tx(async (tx) => {
-    const r = await tx.result(
+export async function removeCallerId(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<CallerIdRow> {
+  return db.tx(async (tx) => {
+    const row = await tx.oneOrNone<CallerIdRow>(
       `UPDATE caller_ids SET removed_at = now(), code_hash = NULL, updated_at = now()
-        WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL`, [isUuid(id) ? id : null, organizationId]);
-    if (r.rowCount === 0) throw notFound(`Caller ID ${id}`);
+        WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL RETURNING ${COLUMNS}`, [isUuid(id) ? id : null, organizationId]);
+    if (!row) throw notFound(`Caller ID ${id}`);
     await within?.(tx, undefined);
+    return row;
   });
 }

@@ -24,3 +24,16 @@ export async function verifiedCallerIds(db: Db | Tx, organizationId: string, num
   }
   return new Set(rows.filter((r) => r.status === 'verified').map((r) => r.phone_number));
 }
+
+/** At origination, under the call's lock: whether a call without a held number may still go out from `number`: a
+ *  caller ID still verified and not removed (FOR SHARE holds off its removal until the call's transaction ends), or
+ *  else an ACTIVE number of the organization. */
+export async function callerIdStillUsable(t: { oneOrNone: Db['oneOrNone'] }, organizationId: string, number: string): Promise<boolean> {
+  const verified = await t.oneOrNone(
+    `SELECT 1 FROM caller_ids WHERE organization_id = $1 AND phone_number = $2 AND status = 'verified' AND removed_at IS NULL FOR SHARE`,
+    [organizationId, number]);
+  if (verified) return true;
+  return (await t.oneOrNone(
+    `SELECT 1 FROM phone_numbers WHERE organization_id = $1 AND phone_number = $2 AND status = 'ACTIVE' FOR SHARE`,
+    [organizationId, number])) !== null;
+}
