@@ -100,7 +100,9 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
 async function withCallerIdCheck(t: { oneOrNone: Db['oneOrNone'] }, row: CallRow, input: Input): Promise<Input> {
   if (input.type !== 'originate' || row.status !== 'QUEUED') return input;
   // A call from a verified caller ID (no held number): still verified and not removed (shared/caller-ids).
-  if (row.phone_number_id === null) return (await callerIdStillUsable(t, row.organization_id, row.from_number)) ? input : { type: 'caller_id_released', at: input.at };
+  if (row.phone_number_id === null) {
+    return (await callerIdStillUsable(t, row.organization_id, row.from_number)) ? input : { type: 'caller_id_released', at: input.at };
+  }
   const held = await t.oneOrNone(
     `SELECT 1 FROM phone_numbers WHERE id = $1 AND organization_id = $2 AND status = 'ACTIVE' FOR SHARE`,
     [row.phone_number_id, row.organization_id]);
