@@ -48,6 +48,16 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Caller IDs (shared/caller-ids): adding, and confirming the code of a verification call.
+  caller_id_exists: { status: 409 },
+  caller_id_limit_exceeded: { status: 409 },
+  caller_id_already_verified: { status: 409 },
+  verification_not_started: { status: 409 },
+  verification_code_incorrect: { status: 422 },
+  verification_code_expired: { status: 410 },
+  verification_locked: { status: 423 },
+  // CNAM: the number is released (409 naming its status).
+  cnam_number_released: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +110,15 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  caller_id_exists: 'The number is already a caller ID of the organization (fields.conflicts_with names it) or one of its '
+    + 'own numbers.',
+  caller_id_limit_exceeded: 'The organization holds the most caller IDs it may (20); remove one first.',
+  caller_id_already_verified: 'The caller ID is already verified: there is nothing to verify or confirm.',
+  verification_not_started: 'No verification call has been placed for this caller ID yet; POST /v1/caller-ids/{id}/verify.',
+  verification_code_incorrect: 'The code is not the one the verification call spoke; the message says how many attempts are left.',
+  verification_code_expired: 'The code expired (codes are valid 10 minutes); place a new verification call.',
+  verification_locked: 'Too many wrong codes (5): the code is locked; place a new verification call.',
+  cnam_number_released: 'The number is released: its caller name can no longer be changed.',
 };
 
 export interface ApiErrorOptions {

@@ -26,6 +26,9 @@ const TAGS: Record<string, string> = {
   'Phone Numbers': 'The organization\'s phone numbers and their lifecycle: list held numbers, search purchasable sandbox '
     + 'numbers, buy (PROVISIONING, then ACTIVE), read and release (RELEASED, kept as history). Purchases and releases '
     + 'fire number_purchased and number_released webhooks.',
+  'Caller IDs': 'External numbers the organization controls, usable as from_number once verified by a call that speaks '
+    + 'a code (POST /v1/caller-ids/{id}/verify, then /confirm). A pending one answers call_id_not_verified.',
+  Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers.',
   Agents: 'Saved voice agents (name, greeting, prompt, voice) that AI calls (POST /v1/calls) use by agent_id.',
   Webhooks: 'Webhook subscriptions: the service POSTs each event of the subscribed type to your HTTPS URL, signed per '
     + 'Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers) with the subscription\'s secret. '

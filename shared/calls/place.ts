@@ -7,14 +7,15 @@
 //   3 destination rules  403 destination_blocked (emergency, special service, premium, special rate,
 //                        international unless the organization allows the country, demo keys outside the
 //                        sandbox's numbers); destination_invalid for numbers in no assigned range
-//   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
-//                        (still provisioning)
+//   4 caller ID          422 call_id_not_verified (not a number of the organization nor a verified caller ID,
+//                        or a caller ID pending verification), 409 no_active_number (still provisioning)
 //   5 call rate          429 rate_limited (category account_limit)
 //   6 daily spend cap    402 spend_cap_reached: reserves what the call may cost (shared/spend), released if a
 //                        later step refuses it
 //   7 channels           409 channel_limit_exceeded (category account_limit)
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
+import { verifiedCallerIds } from '../caller-ids/standing.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
@@ -132,13 +133,14 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     }
   }
 
-  // 4. Caller ID ownership.
-  if (org.phone_id === null) {
+  // 4. Caller ID ownership: a number of the organization, or one of its verified caller IDs (a pending one is 422).
+  const verified = org.phone_id === null && (await verifiedCallerIds(db, p.organizationId, [[F, req.from]])).has(req.from);
+  if (org.phone_id === null && !verified) {
     throw new ApiError('call_id_not_verified', `${req.from} is not a number of your organization.`,
       { fields: { [F]: 'is not an active number owned by your organization' },
         resolutionHint: 'Use one of the numbers listed by GET /v1/phone-numbers.' });
   }
-  if (org.phone_status !== 'ACTIVE') {
+  if (!verified && org.phone_status !== 'ACTIVE') {
     throw new ApiError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }

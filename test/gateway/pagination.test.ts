@@ -40,7 +40,7 @@ t.test('default page: 20 items, newest first, list envelope with cursor and tota
 t.test('item shape: every field of the reference plus texting_status', async (t) => {
   const r = await list('?limit=1');
   const n = r.body.data[0];
-  t.same(Object.keys(n).sort(), ['cnam_display_name', 'cnam_status', 'created_at', 'id', 'is_active', 'iso_country', 'name',
+  t.same(Object.keys(n).sort(), ['cnam_display_name', 'cnam_rejection_reason', 'cnam_status', 'created_at', 'id', 'is_active', 'iso_country', 'name',
     'organization_id', 'phone_number', 'provider', 'reputation_enrolled_at', 'texting_status', 'user_id'].sort());
   t.type(n.id, 'number');
   t.ok(Number.isInteger(n.id));
