@@ -48,6 +48,9 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Contacts: the number already belongs to a live contact; a move the record's current status does not allow.
+  contact_exists: { status: 409 },
+  invalid_state: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +103,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  contact_exists: 'Another live contact of the organization has this phone_number (fields.conflicts_with names it).',
+  invalid_state: 'The record\'s current status does not allow this change (fields.status names the current status).',
 };
 
 export interface ApiErrorOptions {

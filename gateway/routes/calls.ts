@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
@@ -94,7 +95,7 @@ const PLACEMENT = 'Checked in this order, each failure leaving no call behind: d
   + 'Calls tag).';
 
 const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
-  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict'] as const;
+  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 /** The older caller_id/destination spelling of POST /v1/calls. */
 const LEGACY_SPELLING = (base: string): Deprecation => ({
