@@ -36,6 +36,11 @@ const DAY_EXAMPLE = {
 };
 
 const DATE = '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$';
+/** A real date (JavaScript turns 2026-02-30 into March 2). */
+const isCalendarDate = (v: string) => {
+  const d = new Date(`${v}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === v;
+};
 /** The longest range one request may ask for. */
 const MAX_DAYS = 366;
 
@@ -53,13 +58,13 @@ export const usageRoutes: Plugin = (routes) => {
       granularity: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('month')], { description: 'day (default) or month.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Period, { description: 'The periods, oldest first.' }) }) },
-    handler: async ({ deps, principal, query, }) => {
+    handler: async ({ deps, principal, query }) => {
       const now = new Date(deps.clock.now());
       const today = now.toISOString().slice(0, 10);
       const from = query.from ?? `${today.slice(0, 7)}-01`;
       const to = query.to ?? today;
       const bad: Record<string, string> = {};
-      for (const [k, v] of [['from', from], ['to', to]] as const) if (Number.isNaN(Date.parse(`${v}T00:00:00Z`))) bad[k] = 'is not a calendar date';
+      for (const [k, v] of [['from', from], ['to', to]] as const) if (!isCalendarDate(v)) bad[k] = 'is not a calendar date';
       if (!Object.keys(bad).length) {
         const days = (Date.parse(to) - Date.parse(from)) / 86_400_000;
         if (days < 0) bad.to = 'must not be before from';
