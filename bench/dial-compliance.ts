@@ -19,12 +19,12 @@ import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { setLimits } from '../shared/calls/limits.ts';
 import { loadConfig } from '../shared/config.ts';
-import { createDb, dropDatabase, type Db } from '../shared/db.ts';
+import { createDb, type Db } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
 import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
-import { freePort, post, runWrk, startProc, waitHttp, type Wrk } from './harness.ts';
+import { dropBenchData, freePort, post, runWrk, startProc, waitHttp, type Wrk } from './harness.ts';
 import { round, writeResult, type Figure } from './report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -144,16 +144,7 @@ async function main(): Promise<void> {
     });
   } finally {
     if (gateway && gateway.exitCode === null) gateway.kill('SIGKILL');
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${env.REDIS_PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
-    redis.disconnect();
-    await db.$pool.end();
-    await new Promise((r) => setTimeout(r, 200));
-    await dropDatabase(config.databaseUrl);
+    await dropBenchData(redis, db, config.databaseUrl, env.REDIS_PREFIX);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -25,13 +25,13 @@ import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { setLimits } from '../shared/calls/limits.ts';
 import { loadConfig } from '../shared/config.ts';
-import { createDb, dropDatabase } from '../shared/db.ts';
+import { createDb } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
 import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
-import { freePort, post, runWrk as runWrkWith, startProc, waitHttp } from './harness.ts';
+import { dropBenchData, freePort, post, runWrk as runWrkWith, startProc, waitHttp } from './harness.ts';
 import { round, writeResult, type Figure } from './report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -263,16 +263,7 @@ async function main(): Promise<void> {
     for (const c of children) if (c.exitCode === null) c.kill(process.env.BENCH_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
     if (process.env.BENCH_CPU_PROF) await sleep(3000);
     await rx.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${env.REDIS_PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
-    redis.disconnect();
-    await db.$pool.end();
-    await sleep(200);
-    await dropDatabase(config.databaseUrl);
+    await dropBenchData(redis, db, config.databaseUrl, env.REDIS_PREFIX);
     rmSync(dir, { recursive: true, force: true });
   }
 }

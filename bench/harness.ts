@@ -5,6 +5,8 @@ import { closeSync, openSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { dropDatabase, type Db } from '../shared/db.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,3 +76,17 @@ export function runWrk(url: string, luaFile: string, o: { threads: number; conne
   };
 }
 
+
+/** Removes what a bench run left: its Redis keys (by prefix) and its database; closes both connections. */
+export async function dropBenchData(redis: Redis, db: Db, databaseUrl: string, redisPrefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${redisPrefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+  await db.$pool.end();
+  await sleep(200);
+  await dropDatabase(databaseUrl);
+}
