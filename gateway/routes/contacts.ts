@@ -184,7 +184,7 @@ export const contactRoutes: Plugin = (routes) => {
     description: 'Lists the organization\'s contacts, newest first; filter by tag or phone_number; paginated with limit, order and cursor.',
     examples: { response: { data: [CONTACT], meta: { page_size: 20 } } },
     query: Type.Object({ ...PageQuery, tag: Type.Optional(Type.String({ minLength: 1, description: 'Only contacts with this tag.' })),
-      phone_number: Type.Optional(E164('Only the contact with this number.')) }, { additionalProperties: false }),
+      phone_number: Type.Optional(E164('Only the contact with this number (URL-encode the + as %2B).')) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Contact, { description: 'The contacts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('contacts', query);

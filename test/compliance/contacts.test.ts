@@ -51,6 +51,20 @@ t.test('create, read, change, list and delete a contact; contact_created in the 
   t.equal((await env.request('POST', '/v1/contacts', { key, body: { phone_number: '+13125550142' } })).status, 201, 'the number is free again');
 });
 
+t.test('an Idempotency-Key replays the creation: one contact, one contact_created', async (t) => {
+  const body = { phone_number: '+12125550110', name: 'Replay' };
+  const headers = { 'idempotency-key': 'contact-create-1' };
+  const a = await env.request('POST', '/v1/contacts', { key, body, headers });
+  const b = await env.request('POST', '/v1/contacts', { key, body, headers });
+  t.equal(a.status, 201);
+  t.equal(b.status, 201);
+  t.equal(b.headers['idempotency-replay'], 'true');
+  t.same(b.body, a.body);
+  const n = await env.db.one(`SELECT (SELECT count(*) FROM contacts WHERE phone_number = '+12125550110')::int AS contacts,
+    (SELECT count(*) FROM events WHERE event_type = 'contact_created' AND data->>'phone_number' = '+12125550110')::int AS events`);
+  t.same(n, { contacts: 1, events: 1 });
+});
+
 t.test('validation names each bad field and writes nothing', async (t) => {
   const before = (await env.db.one('SELECT count(*)::int AS n FROM contacts')).n;
   const r = await env.request('POST', '/v1/contacts', { key, body: { phone_number: '555-0100', tags: 'x', colour: 1 } });
@@ -143,6 +157,8 @@ t.test('the Do-Not-Call list: add, list, remove', async (t) => {
   t.equal((await env.request('GET', `/v1/contacts/${c.id}`, { key })).body.data.on_dnc, true);
   t.equal((await env.request('DELETE', '/v1/compliance/dnc/%2B12125550105', { key })).status, 204);
   t.equal((await env.request('DELETE', '/v1/compliance/dnc/%2B12125550105', { key })).status, 404, 'not listed any more');
+  await env.request('POST', '/v1/compliance/dnc', { key, body: { phone_number: '+12125550109' } });
+  t.equal((await env.request('DELETE', '/v1/compliance/dnc/+12125550109', { key })).status, 204, 'a literal + in the path works too');
   t.same((await env.request('GET', '/v1/compliance/dnc', { key })).body.data, []);
   t.equal((await env.db.one(`SELECT count(*)::int AS n FROM dnc_numbers WHERE phone_number = '+12125550105'`)).n, 1, 'kept as history');
 });
