@@ -59,9 +59,9 @@ CREATE TABLE compliance_policies (
   CHECK (window_start < window_end)
 );
 
--- Calls to one number in a rolling period (frequency rule) and the calls of a month (usage, included minutes).
+-- Calls to one number in a rolling period (frequency rule, a contact's call history). Time ranges of an
+-- organization's calls (usage, included minutes) use calls_org: ids are UUIDv7 of created_at.
 CREATE INDEX calls_org_to_created ON calls (organization_id, to_number, created_at);
-CREATE INDEX calls_org_created ON calls (organization_id, created_at);
 
 -- The plan: NULL included minutes = no minute limit; a new organization is active with no limit.
 ALTER TABLE organizations ADD COLUMN voice_minutes_included integer CHECK (voice_minutes_included >= 0);

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db.ts';
 import { ApiError } from '../errors.ts';
 import { decidePlan } from '../usage/plan.ts';
-import { BILLED_MINUTES_SQL, monthStart } from '../usage/usage.ts';
+import { BILLED_MINUTES_SQL, monthStart, uuidv7Floor } from '../usage/usage.ts';
 import { decide, DEFAULT_POLICY, type ComplianceRule, type CompliancePolicy, type RecipientFacts, type Verdict } from './decide.ts';
 import { policyFromRow, type PolicyRow } from './policy.ts';
 import { zonesOfNumber } from './timezone.ts';
@@ -44,12 +44,12 @@ export async function loadFacts(db: Db, organizationId: string, to: string, nowM
                     ORDER BY c.created_at DESC LIMIT cp.max_calls) END AS recent,
             CASE WHEN o.voice_minutes_included IS NOT NULL THEN (
                    SELECT COALESCE(sum(${BILLED_MINUTES_SQL}), 0) FROM calls c
-                    WHERE c.organization_id = o.id AND c.created_at >= $4::timestamptz) END AS used_minutes
+                    WHERE c.organization_id = o.id AND c.id >= $4::uuid) END AS used_minutes
        FROM organizations o
        LEFT JOIN compliance_policies cp ON cp.organization_id = o.id
        LEFT JOIN contacts ct ON ct.organization_id = o.id AND ct.phone_number = $2 AND ct.deleted_at IS NULL
       WHERE o.id = $1`,
-    [organizationId, to, new Date(nowMs), monthStart(new Date(nowMs))]);
+    [organizationId, to, new Date(nowMs), uuidv7Floor(monthStart(new Date(nowMs)))]);
   const policy = r.has_policy ? policyFromRow(r as PolicyRow) : DEFAULT_POLICY;
   // The number's zones are looked up only when a time rule needs them and the contact has none.
   const timeRules = policy.window.enabled || policy.days.enabled;
