@@ -9,7 +9,8 @@
 //        all seven days, at most 100 calls per number per 24 h, consent required; every contact has a call consent,
 //        half have a timezone (the rest take the zone of their area code); 1,000 other numbers on the DNC list and
 //        1,000 opted out.
-// Figures: accepted dials/s and dial latency for each, and the on/off ratio.
+// Figures: accepted dials/s and dial latency for each, the on/off ratio, and the check's own time per call (its
+// query and decision run sequentially in this process, for each organization).
 import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -18,6 +19,8 @@ import { join } from 'node:path';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { setLimits } from '../shared/calls/limits.ts';
+import { systemClock } from '../shared/clock.ts';
+import { assertCallAllowed } from '../shared/compliance/guard.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
@@ -119,6 +122,15 @@ async function main(): Promise<void> {
         p50: r.reduce((s, x) => s + ms(x.wrk.p50), 0) / r.length, p99: r.reduce((s, x) => s + ms(x.wrk.p99), 0) / r.length,
       };
     };
+    // The check alone, in this process: sequential assertCallAllowed calls (one query + the decision) per organization.
+    const checkMs: Record<'off' | 'on', number> = { off: 0, on: 0 };
+    for (const [mode, o] of [['off', off], ['on', on]] as const) {
+      const n = 500;
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await assertCallAllowed(db, o.organizationId, contactNumber(i % CONTACTS), 'to_number', systemClock);
+      checkMs[mode] = (performance.now() - t0) / n;
+    }
+    console.log(`the check alone (sequential, in-process): off ${checkMs.off.toFixed(2)} ms, on ${checkMs.on.toFixed(2)} ms per call`);
     const [a, b] = [sum('off'), sum('on')];
     const ratio = b.accepted / a.accepted;
     const load = loadavg().map((l) => round(l));
@@ -135,6 +147,8 @@ async function main(): Promise<void> {
       { name: 'accepted dials/s, gateway alone, every compliance rule on, 2,000 contacts', value: range('on'), unit: 'dials/s',
         target: '>= 1,000/s', met: b.accepted >= 1000 },
       { name: 'compliance on / off, accepted dials/s (same run, alternated)', value: round(ratio), unit: 'x' },
+      { name: 'the compliance check alone, every rule off (one query, sequential)', value: round(checkMs.off), unit: 'ms per call' },
+      { name: 'the compliance check alone, every rule on (one query, sequential)', value: round(checkMs.on), unit: 'ms per call' },
       { name: 'dial p99, compliance off', value: round(a.p99, 1), unit: 'ms' },
       { name: 'dial p99, compliance on', value: round(b.p99, 1), unit: 'ms' },
     ];
