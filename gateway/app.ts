@@ -23,10 +23,12 @@ import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
+import { contactRoutes } from './routes/contacts.ts';
+import { usageRoutes } from './routes/usage.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
 export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes,
-  phoneNumberCnamRoutes, callerIdRoutes, sandboxRoutes];
+  phoneNumberCnamRoutes, callerIdRoutes, contactRoutes, usageRoutes, sandboxRoutes];
 
 export interface GatewayOptions {
   config: Config;

@@ -2,6 +2,7 @@
 // nothing is created (every command writes in one transaction, after all arguments are checked).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { getPlan, setPlan } from '../shared/usage/plan.ts';
 import { getLimits, LIMIT_RANGES, setLimits, setNumberMaxCallMinutes, type LimitsPatch } from '../shared/calls/limits.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
@@ -58,6 +59,15 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
       ['--allow-countries <csv>|none', 'ISO countries international calls may reach (premium ranges stay blocked)'],
       ['--max-call-minutes <n>', 'call-length limit (60 by default, at most 180)'],
       ['--content-policy standard|hipaa', 'hipaa hides transcripts and recordings'],
+    ],
+  },
+  {
+    name: 'org plan', synopsis: '--org <id> [--included-minutes <n>|none] [--active true|false]',
+    about: 'Show an organization\'s plan, or change it: billed voice minutes included per UTC month (none: no limit, the default) and whether its subscription is active (inactive: calls answer 402 no_active_subscription).',
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--included-minutes <n>|none', 'minutes per month, 0-100000000; at the limit calls answer 402 voice_usage_exhausted'],
+      ['--active true|false', 'subscription active (a new organization is active)'],
     ],
   },
   {
@@ -223,6 +233,24 @@ async function main(argv: string[]): Promise<unknown> {
         : await getLimits(db, String(o.org));
       if (!limits) throw new UsageError(`no organization ${o.org}`);
       return limits;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'org' && sub === 'plan') {
+    const o = parse(rest, { org: { type: 'string' }, 'included-minutes': { type: 'string' }, active: { type: 'string' } });
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    const minutes = o['included-minutes'];
+    const includedMinutes = minutes === undefined ? undefined : minutes === 'none' ? null : count(minutes, '--included-minutes', 0, 100_000_000, 0);
+    if (o.active !== undefined && o.active !== 'true' && o.active !== 'false') throw new UsageError('--active must be true or false');
+    const active = o.active === undefined ? undefined : o.active === 'true';
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const plan = includedMinutes === undefined && active === undefined
+        ? await getPlan(db, String(o.org)) : await setPlan(db, String(o.org), { active, includedMinutes });
+      if (!plan) throw new UsageError(`no organization ${o.org}`);
+      return plan;
     } finally {
       await db.$pool.end();
     }

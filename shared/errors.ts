@@ -58,6 +58,9 @@ export const ERROR_CODES = {
   verification_locked: { status: 423 },
   // CNAM: the number is released (409 naming its status).
   cnam_number_released: { status: 409 },
+  // Contacts: the number already belongs to a live contact; a move the record's current status does not allow.
+  contact_exists: { status: 409 },
+  invalid_state: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -119,6 +122,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   verification_code_expired: 'The code expired (codes are valid 10 minutes); place a new verification call.',
   verification_locked: 'Too many wrong codes (5): the code is locked; place a new verification call.',
   cnam_number_released: 'The number is released: its caller name can no longer be changed.',
+  contact_exists: 'Another live contact of the organization has this phone_number (fields.conflicts_with names it).',
+  invalid_state: 'The record\'s current status does not allow this change (fields.status names the current status).',
 };
 
 export interface ApiErrorOptions {

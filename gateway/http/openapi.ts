@@ -42,6 +42,11 @@ const TAGS: Record<string, string> = {
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
+  Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
+    + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '
+    + 'on every call path before anything is placed.',
+  Usage: 'Usage and spend per day and month (calls, billed minutes by path, SMS segments, paid reputation checks) and the '
+    + 'plan: the same rows the daily spend cap counts.',
 };
 
 const GUIDE = `API of the openline platform: telephony (bridge, AI and browser calls), phone numbers, voice agents and

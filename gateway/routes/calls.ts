@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
@@ -88,12 +89,14 @@ const PLACEMENT = 'Checked in this order, each failure leaving no call behind: d
   + '(destination_missing, destination_invalid), numbers inside the credential\'s bounds (forbidden), destination rules '
   + '(destination_blocked: emergency and short codes, premium and special-rate ranges, countries not allowed, demo keys '
   + 'outside the sandbox), the caller ID held by the organization (call_id_not_verified) and ACTIVE (no_active_number), '
+  + 'the plan (no_active_subscription, voice_usage_exhausted) and call compliance of to_number (dnc_suppressed, '
+  + 'recipient_opted_out, no_consent, day_not_allowed, outside_call_window, frequency_exceeded: see the Contacts tag), '
   + 'the per-minute call rate (rate_limited), the daily spend cap (spend_cap_reached) and the channel limit '
   + '(channel_limit_exceeded: calls never queue). Sandbox: the last four digits of a number choose its outcome (see the '
   + 'Calls tag).';
 
 const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
-  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict'] as const;
+  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 /** The older caller_id/destination spelling of POST /v1/calls. */
 const LEGACY_SPELLING = (base: string): Deprecation => ({

@@ -9,6 +9,8 @@
 //                        sandbox's numbers); destination_invalid for numbers in no assigned range
 //   4 caller ID          422 call_id_not_verified (not a number of the organization nor a verified caller ID,
 //                        or a caller ID pending verification), 409 no_active_number (still provisioning)
+//   4b plan, compliance  402 no_active_subscription / voice_usage_exhausted, 403/429 dnc_suppressed ...
+//                        frequency_exceeded (shared/compliance/guard.ts; reserves nothing)
 //   5 call rate          429 rate_limited (category account_limit)
 //   6 daily spend cap    402 spend_cap_reached: reserves what the call may cost (shared/spend), released if a
 //                        later step refuses it
@@ -16,6 +18,7 @@
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
 import { verifiedCallerIds } from '../caller-ids/standing.ts';
+import { assertCallAllowed } from '../compliance/guard.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
@@ -144,6 +147,9 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     throw new ApiError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }
+
+  // 4b. Plan and call compliance of the destination.
+  await assertCallAllowed(db, p.organizationId, req.to, T, { now: () => now.getTime() });
 
   // 5. Call rate.
   const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
