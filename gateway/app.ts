@@ -19,9 +19,11 @@ import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-we
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
+import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
+import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes, callerTrustEnterpriseRoutes, callerTrustBrandRoutes];
 
 export interface GatewayOptions {
   config: Config;

@@ -48,6 +48,10 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Caller trust: a move the registration's or the DIR's current status does not allow (the message names it).
+  enterprise_status_conflict: { status: 409 },
+  enterprise_not_approved: { status: 409 },
+  brand_status_conflict: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +104,12 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  enterprise_status_conflict: 'The enterprise registration\'s current status (named in the message) does not allow this '
+    + 'move, e.g. editing a registration that is no longer a DRAFT or re-signing one that was not REJECTED.',
+  enterprise_not_approved: 'This needs an APPROVED enterprise registration; the message names the primary registration\'s '
+    + 'current status (or that there is none).',
+  brand_status_conflict: 'The Display Identity Record\'s current status (named in the message) does not allow this move, '
+    + 'e.g. changing or submitting it while it is under review.',
 };
 
 export interface ApiErrorOptions {
