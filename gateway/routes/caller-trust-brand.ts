@@ -109,7 +109,8 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
       call_reason: Type.Optional(Type.String({ minLength: 1, maxLength: CALL_REASON_MAX, description: `Call reason (at most ${CALL_REASON_MAX} characters).` })),
       logo: Type.Optional(Nullable(Type.Object({
         content_type: Type.Unsafe<'image/png' | 'image/jpeg' | 'image/webp'>({ type: 'string', enum: Object.keys(MIME_FORMAT), description: 'image/png, image/jpeg or image/webp: what the bytes must decode as.' }),
-        data: Type.String({ minLength: 8, maxLength: Math.ceil(LOGO_MAX_BYTES / 3) * 4 + 4, description: 'The image file, base64.' }),
+        // The size cap is checked on the decoded bytes (logo.data: exceeds ...); the body limit bounds the text.
+        data: Type.String({ minLength: 8, description: `The image file, base64 (at most ${LOGO_MAX_BYTES / 1024} KiB decoded).` }),
       }, { additionalProperties: false }), 'The logo file, or null to remove it.')),
     }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Data }, errors: ['brand_status_conflict', 'idempotency_conflict'],

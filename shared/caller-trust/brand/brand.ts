@@ -50,12 +50,18 @@ const CORPORATE_SUFFIX = /(?: (?:l ?l ?c|p ?l ?l ?c|l ?l ?p|l ?p|inc|incorporate
 const normalized = (s: string) => s.toLowerCase().replace(/[.,]/g, ' ').replace(/\s+/g, ' ').trim();
 
 /** The display name may be the approved legal name, compared without case, periods, commas and extra spaces, and
- *  with or without its corporate suffix (LLC, Inc., Corp., Co., Ltd., LP, LLP, PLLC, PC, PLC): for "Acme Dental
- *  Group, LLC" both "Acme Dental Group LLC" and "ACME DENTAL GROUP" are accepted. */
+ *  with or without its corporate suffix (LLC, Inc., Corp., Co., Ltd., LP, LLP, PLLC, PC, PLC; never another one):
+ *  for "Acme Dental Group, LLC" both "Acme Dental Group LLC" and "ACME DENTAL GROUP" are accepted. */
 export function displayNameMatches(displayName: string, legalName: string): boolean {
-  const d = normalized(displayName);
-  const l = normalized(legalName);
-  return d === l || d === l.replace(CORPORATE_SUFFIX, '');
+  const d = splitSuffix(displayName);
+  const l = splitSuffix(legalName);
+  return d.base === l.base && (d.suffix === '' || d.suffix === l.suffix);
+}
+
+function splitSuffix(name: string): { base: string; suffix: string } {
+  const n = normalized(name);
+  const base = n.replace(CORPORATE_SUFFIX, '');
+  return { base, suffix: n.slice(base.length).replace(/ /g, '') };
 }
 
 const nameProblem = (legal: string) => `must be the approved legal business name "${legal}" (case, periods, commas and the corporate suffix may differ)`;
