@@ -30,6 +30,8 @@ t.test('display-name forms of the legal name', async (t) => {
   t.ok(displayNameMatches('ACME DENTAL GROUP', 'Acme Dental Group, LLC'));
   t.ok(displayNameMatches('Acme Dental Group LLC', 'Acme Dental Group, L.L.C.'));
   t.ok(displayNameMatches('Globex', 'Globex Corp.'));
+  t.ok(displayNameMatches('ROLLOUT CO', 'Rollout Co, Inc.'), 'a name ending in Co keeps it');
+  t.notOk(displayNameMatches('Rollout', 'Rollout Co, Inc.'), 'one suffix is dropped, not two');
   t.notOk(displayNameMatches('Acme Dental', 'Acme Dental Group, LLC'));
   t.notOk(displayNameMatches('Acme Dental Group Inc', 'Acme Dental Group, LLC'), 'another suffix is another name');
   t.notOk(displayNameMatches('Best Deals', 'Acme Dental Group, LLC'));

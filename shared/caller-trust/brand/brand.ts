@@ -46,7 +46,7 @@ export interface BrandInput {
 const COLUMNS = `organization_id, status, display_name, call_reason, logo_sha256, logo_size, logo_side, enterprise_id, networks,
   review_provider, review_round, submitted_at, approved_at, created_at, updated_at`;
 
-const CORPORATE_SUFFIX = /(?: (?:l ?l ?c|p ?l ?l ?c|l ?l ?p|l ?p|inc|incorporated|corp|corporation|co|company|ltd|limited|p ?c|plc))+$/;
+const CORPORATE_SUFFIX = / (?:l ?l ?c|p ?l ?l ?c|l ?l ?p|l ?p|inc|incorporated|corp|corporation|co|company|ltd|limited|p ?c|plc)$/;
 const normalized = (s: string) => s.toLowerCase().replace(/[.,]/g, ' ').replace(/\s+/g, ' ').trim();
 
 /** The display name may be the approved legal name, compared without case, periods, commas and extra spaces, and
@@ -55,7 +55,8 @@ const normalized = (s: string) => s.toLowerCase().replace(/[.,]/g, ' ').replace(
 export function displayNameMatches(displayName: string, legalName: string): boolean {
   const d = splitSuffix(displayName);
   const l = splitSuffix(legalName);
-  return d.base === l.base && (d.suffix === '' || d.suffix === l.suffix);
+  const whole = normalized(displayName);
+  return whole === normalized(legalName) || whole === l.base || (d.base === l.base && d.suffix === l.suffix);
 }
 
 function splitSuffix(name: string): { base: string; suffix: string } {
