@@ -116,7 +116,7 @@ const signFields = {
   signer_name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person signing for the business.' }),
   signer_title: Type.String({ minLength: 1, maxLength: 120, description: 'Their title.' }),
   typed_signature: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'A typed signature (usually the signer\'s name), rendered in a script face. Give this or drawn_signature_png.' })),
-  drawn_signature_png: Type.Optional(Type.String({ minLength: 8, maxLength: Math.ceil(DRAWN_SIGNATURE_MAX_BYTES / 3) * 4 + 4, description: `A drawn signature: a PNG (base64, at most ${DRAWN_SIGNATURE_MAX_BYTES / 1024} KiB, at most 2000 px a side), decoded and re-encoded before it is placed. Give this or typed_signature.` })),
+  drawn_signature_png: Type.Optional(Type.String({ minLength: 8, maxLength: Math.ceil(DRAWN_SIGNATURE_MAX_BYTES / 3) * 4 + 4, description: `A drawn signature: a PNG (base64, at most ${DRAWN_SIGNATURE_MAX_BYTES / 1024} KiB, at most 4 megapixels), decoded and re-encoded before it is placed. Give this or typed_signature.` })),
   consent: Type.Literal(true, { description: 'Must be true: the signer consents to sign electronically and to be bound by the LOA.' }),
 };
 const SignBody = Type.Object(signFields, { additionalProperties: false });
