@@ -33,3 +33,17 @@ t.test('submitted -> approved -> live on every network', async (t) => {
   t.ok(times[0] <= times[1] && times[1] <= times[2], 'networks go live in turn');
 });
 
+
+t.test('a submission whose hand-off was lost is reviewed and rolled out by the workers\' sweep', async (t) => {
+  const o = await env.bootstrap({ numbers: 1 });
+  // As if the gateway died between the commit to submitted and enqueueing the review job.
+  await env.db.none(`INSERT INTO brand_identities (organization_id, status, display_name, call_reason, networks, review_provider,
+      review_round, submitted_at) VALUES ($1, 'submitted', 'Lost Co', 'Reminders',
+      '{"ATT":{"status":"pending","updated_at":"2026-11-23T00:00:00.000Z"},"TMOBILE":{"status":"pending","updated_at":"2026-11-23T00:00:00.000Z"},"VERIZON":{"status":"pending","updated_at":"2026-11-23T00:00:00.000Z"}}',
+      'sandbox', 1, now() - interval '1 hour')`, [o.organization_id]);
+  const live = await eventually(async () => {
+    const d = (await env.request('GET', BRAND, { key: o.api_key })).body.data;
+    return d?.status === 'approved' && d.networks.every((n: { status: string }) => n.status === 'live') ? d : null;
+  }, 90_000, 100);
+  t.equal(live.networks.length, 3);
+});

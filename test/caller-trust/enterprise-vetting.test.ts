@@ -65,3 +65,13 @@ t.test('an uploaded LOA goes through the same vetting; another organization is n
   await statusOf(org.api_key, id, 'APPROVED');
   t.equal((await env.request('GET', '/v1/account', { key: bystander.api_key })).body.data.footprint.own_brand_enterprise, false);
 });
+
+t.test('a submission whose hand-off to the provider was lost is vetted by the workers\' sweep', async (t) => {
+  const org = await env.bootstrap({ org: 'Lost Handoff', numbers: 1 });
+  const id = await createRegistration(env, org.api_key, org.phone_numbers, { ein: '31-0000002' });
+  // As if the gateway died between the commit to PENDING_VETTING and enqueueing the vetting job.
+  await env.db.none(`UPDATE enterprise_registrations SET status = 'PENDING_VETTING', vetting_round = 1, vetting_provider = 'sandbox',
+    submitted_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+  const done = await statusOf(org.api_key, id, 'APPROVED');
+  t.equal(done.status, 'APPROVED');
+});

@@ -166,3 +166,12 @@ export async function brandLogo(db: Db, organizationId: string): Promise<{ png: 
   if (!r) throw notFound('The Display Identity Record\'s logo');
   return r;
 }
+
+/** DIRs of the sandbox reviewer still submitted, or approved but not live everywhere, longer than olderThanMs after
+ *  their last step: their job may have been lost. */
+export async function staleSandboxReviews(db: Db, olderThanMs: number): Promise<Pick<BrandRow, 'organization_id' | 'status' | 'review_round' | 'networks'>[]> {
+  return db.any(`SELECT organization_id, status, review_round, networks FROM brand_identities WHERE review_provider = 'sandbox'
+    AND ((status = 'submitted' AND submitted_at < now() - $1 * interval '1 millisecond')
+      OR (status = 'approved' AND approved_at < now() - $1 * interval '1 millisecond'
+          AND EXISTS (SELECT 1 FROM jsonb_each(networks) n WHERE n.value->>'status' <> 'live'))) LIMIT 500`, [olderThanMs]);
+}

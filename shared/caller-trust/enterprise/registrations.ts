@@ -186,9 +186,21 @@ async function recordStatusEvent(tx: Tx, row: RegistrationRow, previous: Enterpr
 /** After a commit that moved a registration into vetting: wake the outbox and hand it to the provider. */
 async function afterSubmit(deps: VettingDeps, row: RegistrationRow): Promise<void> {
   wakeRelay(deps.db);
+  await handToProvider(deps, row);
+}
+
+/** Hands the registration's current round to the vetting provider (the sandbox's job id is per round, so handing
+ *  the same round twice vets it once). */
+export async function handToProvider(deps: VettingDeps, row: Pick<RegistrationRow, 'id' | 'organization_id' | 'vetting_round' | 'ein' | 'legal_name'>): Promise<void> {
   await vettingProvider(deps.redis, deps.config).submit({
     registrationId: row.id, organizationId: row.organization_id, round: row.vetting_round, ein: row.ein, legalName: row.legal_name,
   });
+}
+
+/** Registrations in sandbox vetting for longer than olderThanMs: their hand-off may have been lost. */
+export async function staleSandboxVetting(db: Db, olderThanMs: number): Promise<RegistrationRow[]> {
+  return db.any(`SELECT * FROM enterprise_registrations WHERE status = 'PENDING_VETTING' AND vetting_provider = 'sandbox'
+    AND deleted_at IS NULL AND submitted_at < now() - $1 * interval '1 millisecond' LIMIT 500`, [olderThanMs]);
 }
 
 /** sign-and-submit (DRAFT) and resign (REJECTED, optionally with corrected details): sign the LOA of the current
