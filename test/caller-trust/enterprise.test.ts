@@ -218,6 +218,23 @@ t.test('every illegal move answers 409 naming the current status', async (t) => 
   t.equal((await env.request('DELETE', `${BASE}/${newer}`, { key })).status, 204);
 });
 
+t.test('concurrent sign-and-submit: one wins, the other is a 409; an Idempotency-Key replays', async (t) => {
+  const id = await createRegistration(env, key, org.phone_numbers);
+  const rs = await Promise.all([1, 2, 3].map(() => env.request('POST', `${BASE}/${id}/sign-and-submit`, { key, body: SIGN })));
+  t.same(rs.map((r) => r.status).sort(), [200, 409, 409]);
+  t.equal((await events(id)).length, 1, 'one status change, one event');
+  t.equal((await env.db.one('SELECT vetting_round FROM enterprise_registrations WHERE id = $1', [id])).vetting_round, 1);
+
+  const b = await createRegistration(env, key, org.phone_numbers);
+  const headers = { 'idempotency-key': `sign-${b}` };
+  const first = await env.request('POST', `${BASE}/${b}/sign-and-submit`, { key, body: SIGN, headers });
+  const again = await env.request('POST', `${BASE}/${b}/sign-and-submit`, { key, body: SIGN, headers });
+  t.equal(first.status, 200);
+  t.equal(again.status, 200, 'the replay answers what the first answered');
+  t.same(again.body, first.body);
+  t.equal((await events(b)).length, 1, 'no second move');
+});
+
 t.test('DELETE a DRAFT and a REJECTED registration', async (t) => {
   const a = await createRegistration(env, key, org.phone_numbers);
   t.equal((await env.request('DELETE', `${BASE}/${a}`, { key })).status, 204);
