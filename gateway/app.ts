@@ -25,10 +25,26 @@ import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
 import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
+import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
 
-/** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes,
-  phoneNumberCnamRoutes, callerIdRoutes, contactRoutes, usageRoutes, sandboxRoutes];
+/** Every API area, in the order its routes appear in the OpenAPI document (one per line: branches merge cleanly). */
+export const AREAS: Plugin[] = [
+  accountRoutes,
+  phoneNumberRoutes,
+  phoneNumberCnamRoutes,
+  phoneNumberLifecycleRoutes,
+  agentRoutes,
+  webhookRoutes,
+  callRoutes,
+  clientTokenRoutes,
+  callerIdRoutes,
+  callerTrustEnterpriseRoutes,
+  callerTrustBrandRoutes,
+  contactRoutes,
+  usageRoutes,
+  sandboxRoutes,
+];
 
 export interface GatewayOptions {
   config: Config;

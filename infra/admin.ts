@@ -3,6 +3,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { getPlan, setPlan } from '../shared/usage/plan.ts';
+import { decideVetting } from '../shared/caller-trust/enterprise/registrations.ts';
 import { getLimits, LIMIT_RANGES, setLimits, setNumberMaxCallMinutes, type LimitsPatch } from '../shared/calls/limits.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
@@ -77,6 +78,21 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
       ['--org <id>', 'organization id (required)'],
       ['--number <e164>', 'a number the organization holds (required)'],
       ['--max-call-minutes <n>|default', 'minutes, or default (required)'],
+    ],
+  },
+  {
+    name: 'enterprise approve', synopsis: '--id <registration id>',
+    about: 'Approve a PENDING_VETTING enterprise registration by hand (fires enterprise.status.updated; the organization '
+      + 'gets own_brand_enterprise).',
+    flags: [['--id <id>', 'the enterprise registration id (required)']],
+  },
+  {
+    name: 'enterprise reject', synopsis: '--id <registration id> --reason <text> [--reason <text> ...]',
+    about: 'Reject a PENDING_VETTING enterprise registration by hand with the reasons the customer sees (fires '
+      + 'enterprise.status.updated; the customer fixes and re-signs with POST .../resign).',
+    flags: [
+      ['--id <id>', 'the enterprise registration id (required)'],
+      ['--reason <text>', 'a reason, "code: explanation" (required; repeat for several, at most 10)'],
     ],
   },
 ];
@@ -268,6 +284,32 @@ async function main(argv: string[]): Promise<unknown> {
       const row = await setNumberMaxCallMinutes(db, String(o.org), String(o.number), minutes);
       if (!row) throw new UsageError(`no number ${o.number} held by organization ${o.org}`);
       return row;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'enterprise' && (sub === 'approve' || sub === 'reject')) {
+    let o: { id?: string; reason?: string[] };
+    try {
+      o = parseArgs({ args: rest, options: { id: { type: 'string' }, reason: { type: 'string', multiple: true } }, strict: true,
+        allowPositionals: false }).values;
+    } catch (e) {
+      throw new UsageError((e as Error).message.split('\n')[0]);
+    }
+    if (!o.id || !isUuid(String(o.id))) throw new UsageError('--id <registration id> is required (a uuid)');
+    const reasons = (o.reason ?? []).map((r) => r.trim()).filter(Boolean);
+    if (sub === 'reject' && !reasons.length) throw new UsageError('--reason <text> is required (repeat it for several reasons)');
+    if (sub === 'approve' && reasons.length) throw new UsageError('--reason is only for reject');
+    if (reasons.length > 10 || reasons.some((r) => r.length > 500)) throw new UsageError('at most 10 reasons of at most 500 characters');
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const row = await decideVetting(db, String(o.id), null, { status: sub === 'approve' ? 'APPROVED' : 'REJECTED', reasons });
+      if (!row) {
+        const cur = await db.oneOrNone('SELECT status FROM enterprise_registrations WHERE id = $1 AND deleted_at IS NULL', [o.id]);
+        throw new UsageError(cur ? `registration ${o.id} is ${cur.status}; only a PENDING_VETTING one can be decided` : `no registration ${o.id}`);
+      }
+      return { id: row.id, organization_id: row.organization_id, status: row.status, reasons: row.rejection_reasons };
     } finally {
       await db.$pool.end();
     }

@@ -61,6 +61,10 @@ export const ERROR_CODES = {
   // Contacts: the number already belongs to a live contact; a move the record's current status does not allow.
   contact_exists: { status: 409 },
   invalid_state: { status: 409 },
+  // Caller trust: a move the registration's or the DIR's current status does not allow (the message names it).
+  enterprise_status_conflict: { status: 409 },
+  enterprise_not_approved: { status: 409 },
+  brand_status_conflict: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -124,6 +128,12 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   cnam_number_released: 'The number is released: its caller name can no longer be changed.',
   contact_exists: 'Another live contact of the organization has this phone_number (fields.conflicts_with names it).',
   invalid_state: 'The record\'s current status does not allow this change (fields.status names the current status).',
+  enterprise_status_conflict: 'The enterprise registration\'s current status (named in the message) does not allow this '
+    + 'move, e.g. editing a registration that is no longer a DRAFT or re-signing one that was not REJECTED.',
+  enterprise_not_approved: 'This needs an APPROVED enterprise registration; the message names the primary registration\'s '
+    + 'current status (or that there is none).',
+  brand_status_conflict: 'The Display Identity Record\'s current status (named in the message) does not allow this move, '
+    + 'e.g. changing or submitting it while it is under review.',
 };
 
 export interface ApiErrorOptions {

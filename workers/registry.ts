@@ -11,7 +11,27 @@ import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
+import { enterpriseVetting } from './processors/enterprise-vetting.ts';
+import { brandReview } from './processors/brand-review.ts';
+import { callerTrustSweeper } from './services/caller-trust-sweeper.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup, cnamRegistration];
-export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];
+export const PROCESSORS: Processor<any>[] = [
+  webhookDelivery,
+  numberProvisioning,
+  callsDial,
+  carrierEvents,
+  callTimers,
+  callCommands,
+  ticketCleanup,
+  cnamRegistration,
+  enterpriseVetting,
+  brandReview,
+];
+export const SERVICES: Service[] = [
+  outboxRelay,
+  numberProvisioningSweeper,
+  callsReconciler,
+  eventsRetention,
+  callerTrustSweeper,
+];

@@ -41,6 +41,11 @@ const TAGS: Record<string, string> = {
   'Browser calling': 'Calls from a browser: bounded client tokens (a short-lived credential limited to chosen numbers and '
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
+  'Enterprise Registration': 'The organization\'s legal business registration (EIN and a signed Letter of Authorization '
+    + 'covering its numbers): DRAFT, then PENDING_VETTING once signed and submitted, then APPROVED or REJECTED by vetting '
+    + '(enterprise.status.updated webhook). Branded Calling and own-brand remediation need an APPROVED one.',
+  'Branded Calling': 'The Display Identity Record: the name, call reason and logo shown on called phones; draft, submitted, '
+    + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '

@@ -264,7 +264,7 @@ export class HttpGateway {
       c.params?.(params);
       if (c.body) c.body(parsedBody);
 
-      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers);
+      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers, inc);
       let reply: StoredResponse;
       const idemKey = inc.headers['idempotency-key'];
       if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
@@ -330,9 +330,11 @@ class HandlerContext {
   readonly deps: GatewayDeps;
   constructor(private readonly gateway: HttpGateway, readonly principal: Principal, readonly body: unknown,
     readonly query: Record<string, string>, readonly params: Record<string, string>, readonly requestId: string,
-    readonly headers: Record<string, string>) {
+    readonly headers: Record<string, string>, private readonly incoming: { readonly remote: string }) {
     this.deps = gateway.deps;
   }
+
+  get clientAddress(): string { return this.incoming.remote; }
 
   /** The idempotency claim of this request, when it carries an Idempotency-Key and runs for the first time. */
   claim: NewClaim | null = null;

@@ -57,6 +57,8 @@ export interface Ctx<B, Q, P> {
   params: P;
   requestId: string;
   headers: Record<string, string>;
+  /** The peer address of the connection (the socket's, not a forwarded claim), e.g. for signature audit trails. */
+  readonly clientAddress: string;
   /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
   readonly baseUrl: string;
   /** For a request with an Idempotency-Key: the hook that writes its durable idempotency record, to be run inside
