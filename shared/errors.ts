@@ -48,6 +48,10 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Caller-trust reputation remediation (shared/caller-trust/reputation/remediation.ts).
+  own_brand_not_approved: { status: 409 },
+  number_not_flagged: { status: 409 },
+  remediation_in_progress: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +104,12 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  own_brand_not_approved: 'Own-brand remediation needs an APPROVED enterprise registration (account footprint '
+    + 'own_brand_enterprise); use kind umbrella until then.',
+  number_not_flagged: 'The number is not flagged (MEDIUM or HIGH) on any carrier in its cached evidence; only flagged '
+    + 'numbers can be remediated.',
+  remediation_in_progress: 'The number already has a remediation case that is open or in review (fields.phone_number '
+    + 'names it and its status).',
 };
 
 export interface ApiErrorOptions {

@@ -6,11 +6,16 @@ import { carrierEvents } from './processors/carrier-events.ts';
 import { ticketCleanup } from './processors/ticket-cleanup.ts';
 import { callsReconciler } from './services/calls-reconciler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
+import { reputationRefresh } from './processors/reputation-refresh.ts';
+import { reputationRemediation } from './processors/reputation-remediation.ts';
+import { reputationRefreshSchedule } from './services/reputation-refresh-schedule.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup];
-export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup,
+  reputationRefresh, reputationRemediation];
+export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention,
+  reputationRefreshSchedule];
