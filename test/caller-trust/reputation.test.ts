@@ -160,3 +160,23 @@ t.test('validation, tenant isolation and scopes', async (t) => {
   t.equal((await env.request('GET', path(LOW), { key: ro.apiKey })).status, 200, 'caller_trust:read reads');
   t.equal((await env.request('GET', '/v1/caller-trust/reputation/numbers', { key: ro.apiKey })).status, 200);
 });
+
+t.test('one refresh of a number at a time: a paid refresh waits while another refresh holds the number', async (t) => {
+  const { RefreshLock } = await import('../../shared/caller-trust/reputation/lock.ts');
+  const { keyer } = await import('../../shared/redis.ts');
+  const n = num(201, 1112);
+  const phoneId = await addNumber(env, org, n);
+  const lock = new RefreshLock(env.redis, keyer(env.config.redisPrefix));
+  t.ok(await lock.acquire(phoneId, 'job:held-by-test'), 'the test holds the number as a background refresh would');
+  t.notOk(await lock.acquire(phoneId, 'job:another'), 'a second holder is refused');
+  let answered = false;
+  const pending = env.request('GET', path(n, true), { key }).then((r) => { answered = true; return r; });
+  await new Promise((r) => setTimeout(r, 500)); // a check of absence while the lock is held, not a timing assertion
+  t.equal(answered, false, 'the paid refresh waits');
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM reputation_lookups WHERE phone_id = $1', [phoneId])).n, 0, 'and has not asked the provider');
+  await lock.release(phoneId, 'job:held-by-test');
+  const r = await pending;
+  t.equal(r.status, 200);
+  t.equal(r.body.refresh.charged, true);
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM reputation_lookups WHERE phone_id = $1', [phoneId])).n, 1);
+});
