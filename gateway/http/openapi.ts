@@ -39,6 +39,10 @@ const TAGS: Record<string, string> = {
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
+  Reputation: 'Caller-trust number reputation: the cached spam evidence of each number per carrier (ATT, TMOBILE, '
+    + 'VERIZON; null = unavailable), paid fresh checks under the daily spend cap, and remediation cases for flagged '
+    + 'numbers. The sandbox provider answers by the last digit (7 TMOBILE HIGH, 8 ATT MEDIUM and VERIZON HIGH, 9 VERIZON '
+    + 'unavailable, 0 unavailable everywhere).',
 };
 
 const GUIDE = `API of the openline platform: telephony (bridge, AI and browser calls), phone numbers, voice agents and
