@@ -90,18 +90,21 @@ export class ReputationRefresher {
   /** One background refresh; jobKey identifies the job (its retries reclaim the lock it held). */
   async background(phoneId: number, window: number, freshnessMs: number, jobKey: string): Promise<BackgroundResult> {
     const ref = `bg:${phoneId}:${window}`;
-    const prior = await this.d.db.oneOrNone('SELECT 1 FROM reputation_lookups WHERE ref = $1 AND completed_at IS NOT NULL', [ref]);
-    if (prior) return 'already_done';
-    const n = await this.d.db.oneOrNone<OwnedNumber & { fresh: boolean }>(
-      `SELECT p.id::int AS id, p.phone_number, p.organization_id, p.reputation_enrolled_at,
-              (SELECT count(*) = 3 AND min(r.checked_at) >= now() - make_interval(secs => $2) FROM number_reputation r WHERE r.phone_id = p.id) AS fresh
-         FROM phone_numbers p WHERE p.id = $1 AND p.status = 'ACTIVE' AND p.reputation_enrolled_at IS NOT NULL`,
-      [phoneId, freshnessMs / 1000]);
-    if (!n) return 'not_enrolled';
-    if (n.fresh) return 'fresh';
     const owner = `job:${jobKey}`;
     if (!(await this.lock.acquire(phoneId, owner))) throw new NumberBusyError(`number ${phoneId} is being refreshed`);
     try {
+      // Under the lock, one query: whether this job's lookup already completed (a retry after a crash), and the
+      // number if it is still enrolled, active and stale (a paid refresh may just have refreshed it).
+      const n = await this.d.db.oneOrNone<OwnedNumber & { fresh: boolean; done: boolean; enrolled: boolean }>(
+        `SELECT p.id::int AS id, p.phone_number, p.organization_id, p.reputation_enrolled_at,
+                p.status = 'ACTIVE' AND p.reputation_enrolled_at IS NOT NULL AS enrolled,
+                EXISTS (SELECT 1 FROM reputation_lookups l WHERE l.ref = $3 AND l.completed_at IS NOT NULL) AS done,
+                (SELECT count(*) = 3 AND min(r.checked_at) >= now() - make_interval(secs => $2) FROM number_reputation r WHERE r.phone_id = p.id) AS fresh
+           FROM phone_numbers p WHERE p.id = $1`,
+        [phoneId, freshnessMs / 1000, ref]);
+      if (n?.done) return 'already_done';
+      if (!n?.enrolled) return 'not_enrolled';
+      if (n.fresh) return 'fresh';
       await this.lookup(n, ref, 'background', null);
       return 'refreshed';
     } finally {
