@@ -70,6 +70,11 @@ t.test('an umbrella case: open -> in_review -> resolved; the flag clears on the 
   t.ok(done.closed_at);
   t.ok(Date.parse(done.in_review_at) <= Date.parse(done.closed_at));
   t.notOk(seen.has('rejected'));
+  const events = await env.db.any(
+    `SELECT organization_id, data FROM events WHERE event_type = 'reputation.remediation.updated' AND data->>'id' = $1 ORDER BY id`, [c.body.data.id]);
+  t.same(events.map((e) => [e.data.previous_status, e.data.status]), [['open', 'in_review'], ['in_review', 'resolved']],
+    'one reputation.remediation.updated event per move, through the outbox');
+  t.ok(events.every((e) => e.organization_id === org.organization_id && e.data.phone_number === FLAGGED && e.data.occurred_at));
 
   const cached = await rep(FLAGGED);
   t.equal(cached.body.data.flagged, true, 'the cached evidence still shows the flag until the next refresh');
@@ -95,6 +100,9 @@ t.test('an own_brand case under an approved enterprise, rejected by the provider
   }, 60_000, 20);
   t.match(done.rejection_reason, /77/);
   t.ok(done.in_review_at);
+  const events = await env.db.any(`SELECT data FROM events WHERE event_type = 'reputation.remediation.updated' AND data->>'id' = $1 ORDER BY id`, [c.body.data.id]);
+  t.same(events.map((e) => e.data.status), ['in_review', 'rejected']);
+  t.match(events[1].data, { rejection_reason: /77/, previous_status: 'in_review' });
   await env.db.none(`UPDATE reputation_lookups SET completed_at = completed_at - interval '2 minutes' WHERE organization_id = $1`, [org.organization_id]);
   t.match((await rep(REJECTED, true)).body.data.carriers.TMOBILE, { risk_level: 'HIGH' }, 'a rejected case leaves the flag');
   const again = await open({ phone_number: REJECTED, kind: 'umbrella' });

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Db, WithinTx } from '../../db.ts';
 import { ApiError, notFound } from '../../errors.ts';
+import { recordEvent, wakeRelay } from '../../events/outbox.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { keysetClause, type PageParams } from '../../pagination.ts';
 import type { Keyer } from '../../redis.ts';
@@ -28,6 +29,9 @@ const NEXT: Record<RemediationStatus, RemediationStatus[]> = {
   open: ['in_review', 'resolved', 'rejected'], in_review: ['resolved', 'rejected'], resolved: [], rejected: [],
 };
 export const isTerminal = (s: RemediationStatus) => NEXT[s].length === 0;
+
+/** Fired on every status change of a case, with the case and its previous status. */
+export const REMEDIATION_EVENT = 'reputation.remediation.updated';
 
 export const CALL_PURPOSE = 'Outbound business calls placed by a customer of the platform.';
 
@@ -117,12 +121,27 @@ export async function advanceRemediation(db: Db, provider: ReputationProvider, c
   }
   const state = await provider.remediationState(row.provider_ref!, row.phone_number);
   if (state.status === row.status || !NEXT[row.status].includes(state.status)) return row;
-  const moved = await db.oneOrNone<RemediationRow>(
-    `UPDATE reputation_remediations SET status = $3, updated_at = now(),
-            in_review_at = CASE WHEN $3 = 'in_review' THEN now() ELSE in_review_at END,
-            closed_at = CASE WHEN $3 IN ('resolved', 'rejected') THEN now() ELSE closed_at END,
-            rejection_reason = $4
-      WHERE id = $1 AND status = $2 RETURNING *, phone_id::int AS phone_id`,
-    [caseId, row.status, state.status, state.status === 'rejected' ? state.reason : null]);
+  // Every case passes through in_review: a decision seen while still open (a late poll) is applied as two moves.
+  const steps: RemediationStatus[] = row.status === 'open' && isTerminal(state.status) ? ['in_review', state.status] : [state.status];
+  // The moves and their events commit together (outbox): reputation.remediation.updated per move.
+  const moved = await db.tx('reputation-remediation-move', async (t) => {
+    let current: RemediationRow | null = row;
+    for (const next of steps) {
+      const from: RemediationStatus = current!.status;
+      const r: RemediationRow | null = await t.oneOrNone<RemediationRow>(
+        `UPDATE reputation_remediations SET status = $3, updated_at = now(),
+                in_review_at = CASE WHEN $3 = 'in_review' THEN now() ELSE in_review_at END,
+                closed_at = CASE WHEN $3 IN ('resolved', 'rejected') THEN now() ELSE closed_at END,
+                rejection_reason = $4
+          WHERE id = $1 AND status = $2 RETURNING *, phone_id::int AS phone_id`,
+        [caseId, from, next, next === 'rejected' ? state.reason : null]);
+      if (!r) return null; // moved meanwhile by another poll
+      await recordEvent(t, { organizationId: r.organization_id, eventType: REMEDIATION_EVENT,
+        data: { ...remediationView(r), previous_status: from, occurred_at: r.updated_at.toISOString() } });
+      current = r;
+    }
+    return current;
+  });
+  if (moved) wakeRelay(db);
   return moved ?? row;
 }
