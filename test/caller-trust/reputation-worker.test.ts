@@ -83,3 +83,21 @@ t.test('a worker killed mid-batch: the next one finishes the batch without looki
   t.equal(after.n, before.n, 'nothing is looked up again while the evidence is fresh');
   await second.kill('SIGTERM');
 });
+
+t.test('with a 2-second freshness window the evidence is re-checked once it goes stale, still never charged', async (t) => {
+  const checkedAt = async () => new Map((await env.db.any<{ phone_id: number; at: Date }>(
+    'SELECT phone_id::int AS phone_id, min(checked_at) AS at FROM number_reputation WHERE phone_id = ANY($1::bigint[]) GROUP BY phone_id', [due]))
+    .map((r) => [r.phone_id, r.at.getTime()]));
+  const before = await checkedAt();
+  const workers = env.spawn('workers', { REPUTATION_FRESHNESS_SECONDS: '2', REPUTATION_RATE_PER_SECOND: '100', REPUTATION_BATCH_SIZE: '100' });
+  await workers.ready(60_000);
+  const twice = async () => (await env.db.one<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT phone_id FROM reputation_lookups WHERE reason = 'background' AND completed_at IS NOT NULL
+      GROUP BY phone_id HAVING count(*) >= 2) x`)).n;
+  await eventually(async () => (await twice()) === due.length, 120_000, 100);
+  const after = await checkedAt();
+  t.ok(due.every((id) => after.get(id)! > before.get(id)!), 'every due number was checked again');
+  t.equal(await twice(), due.length, 'a second recorded lookup per number (a new freshness window, a new ref)');
+  t.equal((await env.db.one<{ n: number }>('SELECT count(*)::int AS n FROM spend_charges')).n, 0, 'and no charge');
+  await workers.kill('SIGTERM');
+});
