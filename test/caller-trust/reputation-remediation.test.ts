@@ -109,11 +109,27 @@ t.test('an own_brand case under an approved enterprise, rejected by the provider
   t.equal(again.status, 201, 'a closed case does not block a new one');
 });
 
+t.test('an Idempotency-Key replays the case: one case, one charge', async (t) => {
+  const n = num(301, 1138);
+  await addNumber(env, org, n);
+  t.equal((await rep(n, true)).status, 200);
+  const before = await remediationCharges();
+  const send = () => env.request('POST', '/v1/caller-trust/reputation/remediations',
+    { key, body: { phone_number: n, kind: 'umbrella' }, headers: { 'idempotency-key': `case-${n}` } });
+  const [a, b] = [await send(), await send()];
+  t.equal(a.status, 201);
+  t.equal(b.status, 201, 'the replay answers the same');
+  t.equal(b.body.data.id, a.body.data.id);
+  const after = await remediationCharges();
+  t.equal(after.n - before.n, 1, 'charged once');
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM reputation_remediations WHERE phone_number = $1', [n])).n, 1);
+});
+
 t.test('list and filters', async (t) => {
   const all = await env.request('GET', '/v1/caller-trust/reputation/remediations', { key });
   t.equal(all.status, 200);
-  t.equal(all.body.data.length, 3);
-  t.same(all.body.data.map((c: { phone_number: string }) => c.phone_number), [REJECTED, REJECTED, FLAGGED], 'newest first');
+  t.equal(all.body.data.length, 4);
+  t.same(all.body.data.map((c: { phone_number: string }) => c.phone_number), [num(301, 1138), REJECTED, REJECTED, FLAGGED], 'newest first');
   const resolved = await env.request('GET', '/v1/caller-trust/reputation/remediations?status=resolved', { key });
   t.same(resolved.body.data.map((c: { phone_number: string }) => c.phone_number), [FLAGGED]);
   const byNumber = await env.request('GET', `/v1/caller-trust/reputation/remediations?phone_number=${encodeURIComponent(REJECTED)}&limit=1`, { key });
