@@ -4,8 +4,9 @@ import { setLimits } from '../../shared/calls/limits.ts';
 import { eventually, testEnv } from '../helpers/env.ts';
 import { addNumber, num } from './reputation-helpers.ts';
 
-// SANDBOX_TIME_SCALE 0.05: a case goes in_review 100 ms after it is filed and is decided 250 ms later.
-const env = await testEnv(t, { env: { SANDBOX_TIME_SCALE: '0.05' } });
+// SANDBOX_TIME_SCALE 0.05: a case goes in_review 100 ms after it is filed and is decided 250 ms later. The background
+// scan (which also re-queues lost remediation pollers) runs every 300 ms.
+const env = await testEnv(t, { env: { SANDBOX_TIME_SCALE: '0.05', REPUTATION_SCAN_MS: '300' } });
 const workers = env.spawn('workers');
 await workers.ready(60_000);
 const org = await env.bootstrap({ org: 'Remedy Co', numbers: 0 });
@@ -18,6 +19,8 @@ const REJECTED = num(301, 1177); // TMOBILE HIGH; the sandbox rejects remediatio
 const CLEAN = num(301, 1111);
 const UNCHECKED = num(301, 1128);
 for (const n of [FLAGGED, REJECTED, CLEAN, UNCHECKED]) await addNumber(env, org, n);
+// Not enrolled: the background refresh leaves it unchecked.
+await env.db.none('UPDATE phone_numbers SET reputation_enrolled_at = NULL WHERE phone_number = $1', [UNCHECKED]);
 const rep = (phone: string, fresh = false) => env.request('GET', `/v1/caller-trust/reputation/numbers/${encodeURIComponent(phone)}${fresh ? '?fresh=true' : ''}`, { key });
 const open = (body: unknown, k = key) => env.request('POST', '/v1/caller-trust/reputation/remediations', { key: k, body });
 const caseOf = (id: string, k = key) => env.request('GET', `/v1/caller-trust/reputation/remediations/${id}`, { key: k });
@@ -125,13 +128,31 @@ t.test('an Idempotency-Key replays the case: one case, one charge', async (t) =>
   t.equal((await env.db.one('SELECT count(*)::int AS n FROM reputation_remediations WHERE phone_number = $1', [n])).n, 1);
 });
 
+t.test('a case whose poller was lost is picked up again by the background scan', async (t) => {
+  const n = num(301, 1148);
+  const phoneId = await addNumber(env, org, n);
+  t.equal((await rep(n, true)).status, 200);
+  // A case as a crash would leave it: committed, no job in Redis.
+  const id = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f42';
+  await env.db.none(`INSERT INTO reputation_remediations (id, organization_id, phone_id, phone_number, kind, carriers, provider, cents, updated_at)
+    VALUES ($1, $2, $3, $4, 'umbrella', '{ATT,VERIZON}', 'sandbox', 0, now() - interval '1 minute')`, [id, org.organization_id, phoneId, n]);
+  const done = await eventually(async () => {
+    const r = await caseOf(id);
+    return r.body.data.status === 'resolved' ? r.body.data : null;
+  }, 60_000, 50);
+  t.ok(done.in_review_at, 'filed with the provider and moved through review');
+});
+
 t.test('list and filters', async (t) => {
   const all = await env.request('GET', '/v1/caller-trust/reputation/remediations', { key });
   t.equal(all.status, 200);
-  t.equal(all.body.data.length, 4);
-  t.same(all.body.data.map((c: { phone_number: string }) => c.phone_number), [num(301, 1138), REJECTED, REJECTED, FLAGGED], 'newest first');
+  t.equal(all.body.data.length, 5);
+  t.same(all.body.data.map((c: { phone_number: string }) => c.phone_number), [num(301, 1138), REJECTED, REJECTED, FLAGGED, num(301, 1148)],
+    'newest first (the case inserted by hand has an older id)');
   const resolved = await env.request('GET', '/v1/caller-trust/reputation/remediations?status=resolved', { key });
-  t.same(resolved.body.data.map((c: { phone_number: string }) => c.phone_number), [FLAGGED]);
+  const resolvedNumbers = resolved.body.data.map((c: { phone_number: string }) => c.phone_number);
+  t.ok(resolved.body.data.every((c: { status: string }) => c.status === 'resolved'), 'only resolved cases');
+  t.ok(resolvedNumbers.includes(FLAGGED) && resolvedNumbers.includes(num(301, 1148)) && !resolvedNumbers.includes(REJECTED), resolvedNumbers.join(' '));
   const byNumber = await env.request('GET', `/v1/caller-trust/reputation/remediations?phone_number=${encodeURIComponent(REJECTED)}&limit=1`, { key });
   t.equal(byNumber.body.data.length, 1);
   const next = await env.request('GET', `/v1/caller-trust/reputation/remediations?phone_number=${encodeURIComponent(REJECTED)}&limit=1&cursor=${byNumber.body.meta.cursor}`, { key });

@@ -1,5 +1,6 @@
-import { reputationSettings, reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
+import { reputationProvider, reputationSettings } from '../../shared/caller-trust/reputation/settings.ts';
 import { NumberBusyError, ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
+import { sweepRemediations } from '../../shared/caller-trust/reputation/remediation.ts';
 import { checkJobOptions, REFRESH_QUEUE, refreshQueue, type RefreshJob } from '../../shared/caller-trust/reputation/queue.ts';
 import type { Processor } from '../processor.ts';
 
@@ -11,7 +12,8 @@ import type { Processor } from '../processor.ts';
 // every job towards the provider (REPUTATION_RATE_PER_SECOND across all workers processes); a check that meets a
 // number being refreshed (its lock) fails and is retried with back-off. Checks are the platform's cost: nothing is
 // charged to the organization. A process killed mid-batch leaves its jobs to be retried: a check whose lookup had
-// completed finds it (lookup ref) and stops; only lookups in flight at the kill are asked again.
+// completed finds it (lookup ref) and stops; only lookups in flight at the kill are asked again. The scan also
+// re-queues the poller of a remediation case whose job was lost.
 const settings = reputationSettings();
 
 export const reputationRefresh: Processor<RefreshJob> = {
@@ -39,7 +41,10 @@ export const reputationRefresh: Processor<RefreshJob> = {
           name: 'check', data: { kind: 'check' as const, phoneId: id, window }, opts: checkJobOptions(id, window),
         })));
       }
-      return { queued: stale.length };
+      // Remediation cases whose poller was lost: quiet for ten poll intervals (at least a second) and no job.
+      const quietMs = Math.max(1000, 10 * reputationProvider(deps.db, deps.config.sandboxTimeScale).remediationPollMs);
+      const requeued = await sweepRemediations(deps.db, deps.redis, deps.config.redisPrefix, quietMs);
+      return { queued: stale.length, remediations_requeued: requeued };
     }
     const refresher = new ReputationRefresher({
       db: deps.db, redis: deps.redis, key: deps.key, provider: reputationProvider(deps.db, deps.config.sandboxTimeScale),

@@ -2,15 +2,15 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 // The two reputation queues: the background refresh (a repeatable 'scan' job that queues one 'check' job per stale
-// number; the workers' limiter paces the checks towards the provider) and the remediation progression (one delayed
-// 'advance' job per case and poll).
+// number; the workers' limiter paces the checks towards the provider) and the remediation progression (one job per
+// case, id 'remediation-<case id>', moved back to delayed between polls: one poller per case at a time).
 
 export const REFRESH_QUEUE = 'reputation-refresh';
 export const REMEDIATION_QUEUE = 'reputation-remediation';
 export const SCAN_SCHEDULER_ID = 'reputation-scan';
 
 export type RefreshJob = { kind: 'scan' } | { kind: 'check'; phoneId: number; window: number };
-export interface RemediationJob { caseId: string; poll: number }
+export interface RemediationJob { caseId: string }
 
 const queues = new WeakMap<Redis, Map<string, Queue>>();
 
@@ -36,9 +36,12 @@ export function checkJobOptions(phoneId: number, window: number): JobsOptions {
   };
 }
 
-export async function enqueueRemediationPoll(redis: Redis, prefix: string, caseId: string, poll: number, delayMs: number): Promise<void> {
-  await remediationQueue(redis, prefix).add('advance', { caseId, poll }, {
-    jobId: `remediation-${caseId}-${poll}`, delay: Math.round(delayMs),
+export const remediationJobId = (caseId: string) => `remediation-${caseId}`;
+
+/** Queues the case's poller (a no-op while it exists). */
+export async function enqueueRemediationPoll(redis: Redis, prefix: string, caseId: string, delayMs: number): Promise<void> {
+  await remediationQueue(redis, prefix).add('advance', { caseId }, {
+    jobId: remediationJobId(caseId), delay: Math.round(delayMs),
     attempts: 10, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 },
   });
 }

@@ -9,7 +9,7 @@ import { SpendAccounts } from '../../spend/index.ts';
 import { SpendCharges } from '../../spend/charges.ts';
 import { REMEDIATION_PRICE_CENTS } from '../prices.ts';
 import { isFlagged, type RemediationKind, type RemediationStatus, type ReputationProvider } from './provider.ts';
-import { enqueueRemediationPoll } from './queue.ts';
+import { enqueueRemediationPoll, remediationJobId, remediationQueue } from './queue.ts';
 import { ownedNumber, readEvidence } from './store.ts';
 
 // Remediation cases for flagged numbers: open -> in_review -> resolved | rejected, moved by the provider's answers
@@ -88,7 +88,7 @@ export async function openRemediation(d: RemediationDeps, organizationId: string
     if (within) await within(t, created);
     return created;
   });
-  await enqueueRemediationPoll(d.redis, d.redisPrefix, row.id, 0, d.firstPollMs);
+  await enqueueRemediationPoll(d.redis, d.redisPrefix, row.id, d.firstPollMs);
   return row;
 }
 
@@ -144,4 +144,22 @@ export async function advanceRemediation(db: Db, provider: ReputationProvider, c
   });
   if (moved) wakeRelay(db);
   return moved ?? row;
+}
+
+/** Re-queues the poller of every live case that has not moved for `quietMs` and has no poller (its job was lost,
+ *  e.g. Redis lost its data); answers how many. Run by the background scan. */
+export async function sweepRemediations(db: Db, redis: Redis, redisPrefix: string, quietMs: number): Promise<number> {
+  const stuck = await db.any<{ id: string }>(
+    `SELECT id FROM reputation_remediations WHERE status IN ('open', 'in_review') AND updated_at < now() - make_interval(secs => $1)
+      ORDER BY updated_at LIMIT 500`, [quietMs / 1000]);
+  let requeued = 0;
+  const queue = remediationQueue(redis, redisPrefix);
+  for (const { id } of stuck) {
+    const job = await queue.getJob(remediationJobId(id));
+    if (job && !(await job.isFailed())) continue; // polling
+    if (job) await job.retry(); // gave up after its attempts (the provider failing): try again
+    else await enqueueRemediationPoll(redis, redisPrefix, id, 0);
+    requeued++;
+  }
+  return requeued;
 }
