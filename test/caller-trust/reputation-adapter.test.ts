@@ -15,8 +15,9 @@ const fixture = (name: string) => readFileSync(`${ROOT}test/fixtures/telnyx-repu
 interface Seen { method: string; url: string; auth: string | undefined; body: string }
 type Answer = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
 
-/** A server answering the scripted answers in order (the last one repeats); records what it was sent. */
-async function telnyxDouble(t: { teardown(fn: () => unknown): void }, answers: Answer[]) {
+/** A server answering the scripted answers in order (the last one repeats); records what it was sent. The default
+ *  timeout is long: a loaded machine must not turn a slow answer into a retry. */
+async function telnyxDouble(t: { teardown(fn: () => unknown): void }, answers: Answer[], timeoutMs = 10_000) {
   const seen: Seen[] = [];
   const hanging: ServerResponse[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -34,7 +35,7 @@ async function telnyxDouble(t: { teardown(fn: () => unknown): void }, answers: A
   t.teardown(() => new Promise<void>((r) => { for (const h of hanging) h.destroy(); server.close(() => r()); }));
   const provider = new TelnyxReputationProvider({
     apiKey: 'KEYtest', enterpriseId: '4a6192a4-573d-446d-b3ce-aff9117272a6',
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2`, timeoutMs: 300, attempts: 3, backoffMs: 10,
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2`, timeoutMs, attempts: 3, backoffMs: 10,
   });
   return { provider, seen };
 }
@@ -73,7 +74,7 @@ t.test('retries: 503 then 200; 429 with Retry-After; a timeout; a 401 is not ret
   t.match((await b.provider.lookup('+16282015558'))[0], { riskLevel: 'HIGH' });
   t.equal(b.seen.length, 2);
 
-  const c = await telnyxDouble(t, ['hang']);
+  const c = await telnyxDouble(t, ['hang'], 300);
   const timeout = await c.provider.lookup('+16282015558').catch((e) => e);
   t.ok(timeout instanceof ProviderError);
   t.match(timeout.message, /did not answer within 300 ms/);
