@@ -17,6 +17,7 @@ import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
+import { callerTrustReputationRoutes } from './routes/caller-trust-reputation.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { callerIdRoutes } from './routes/caller-ids.ts';
 import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
@@ -41,6 +42,7 @@ export const AREAS: Plugin[] = [
   callerIdRoutes,
   callerTrustEnterpriseRoutes,
   callerTrustBrandRoutes,
+  callerTrustReputationRoutes,
   contactRoutes,
   usageRoutes,
   sandboxRoutes,

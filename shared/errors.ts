@@ -65,6 +65,10 @@ export const ERROR_CODES = {
   enterprise_status_conflict: { status: 409 },
   enterprise_not_approved: { status: 409 },
   brand_status_conflict: { status: 409 },
+  // Caller-trust reputation remediation (shared/caller-trust/reputation/remediation.ts).
+  own_brand_not_approved: { status: 409 },
+  number_not_flagged: { status: 409 },
+  remediation_in_progress: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -134,6 +138,12 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'current status (or that there is none).',
   brand_status_conflict: 'The Display Identity Record\'s current status (named in the message) does not allow this move, '
     + 'e.g. changing or submitting it while it is under review.',
+  own_brand_not_approved: 'Own-brand remediation needs an APPROVED enterprise registration (account footprint '
+    + 'own_brand_enterprise); use kind umbrella until then.',
+  number_not_flagged: 'The number is not flagged (MEDIUM or HIGH) on any carrier in its cached evidence; only flagged '
+    + 'numbers can be remediated.',
+  remediation_in_progress: 'The number already has a remediation case that is open or in review (fields.phone_number '
+    + 'names it and its status).',
 };
 
 export interface ApiErrorOptions {

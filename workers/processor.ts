@@ -18,7 +18,7 @@ export interface Processor<D = unknown> {
   /** Jobs run at once per process: a number, or read from the configuration when the Worker is created. */
   concurrency: number | ((config: Config) => number);
   /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner. */
-  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter'>;
   /** token: the job's lock token, for processors that move their job themselves (e.g. back to delayed). */
   process(job: Job<D>, deps: WorkerDeps, token?: string): Promise<unknown>;
 }

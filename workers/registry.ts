@@ -7,6 +7,9 @@ import { ticketCleanup } from './processors/ticket-cleanup.ts';
 import { callsReconciler } from './services/calls-reconciler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
 import { cnamRegistration } from './processors/cnam-registration.ts';
+import { reputationRefresh } from './processors/reputation-refresh.ts';
+import { reputationRemediation } from './processors/reputation-remediation.ts';
+import { reputationRefreshSchedule } from './services/reputation-refresh-schedule.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
@@ -27,6 +30,8 @@ export const PROCESSORS: Processor<any>[] = [
   cnamRegistration,
   enterpriseVetting,
   brandReview,
+  reputationRefresh,
+  reputationRemediation,
 ];
 export const SERVICES: Service[] = [
   outboxRelay,
@@ -34,4 +39,5 @@ export const SERVICES: Service[] = [
   callsReconciler,
   eventsRetention,
   callerTrustSweeper,
+  reputationRefreshSchedule,
 ];

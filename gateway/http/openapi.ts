@@ -52,6 +52,10 @@ const TAGS: Record<string, string> = {
     + 'on every call path before anything is placed.',
   Usage: 'Usage and spend per day and month (calls, billed minutes by path, SMS segments, paid reputation checks) and the '
     + 'plan: the same rows the daily spend cap counts.',
+  Reputation: 'Caller-trust number reputation: the cached spam evidence of each number per carrier (ATT, TMOBILE, '
+    + 'VERIZON; null = unavailable), paid fresh checks under the daily spend cap, and remediation cases for flagged '
+    + 'numbers. The sandbox provider answers by the last digit (7 TMOBILE HIGH, 8 ATT MEDIUM and VERIZON HIGH, 9 VERIZON '
+    + 'unavailable, 0 unavailable everywhere).',
 };
 
 const GUIDE = `API of the openline platform: telephony (bridge, AI and browser calls), phone numbers, voice agents and
