@@ -48,6 +48,10 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // Number Health: writes attributed to a user (Authentication rule 9), status moves, observations on live calls.
+  user_required: { status: 403 },
+  state_conflict: { status: 409 },
+  call_not_terminal: { status: 400 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -100,6 +104,10 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  user_required: 'The operation is attributed to a user and the credential has no associated user (an organization-only API '
+    + 'key); use a key created for a user.',
+  state_conflict: 'The resource\'s current status does not allow this change (the message names the status).',
+  call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
 };
 
 export interface ApiErrorOptions {

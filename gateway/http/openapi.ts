@@ -38,6 +38,9 @@ const TAGS: Record<string, string> = {
   'Browser calling': 'Calls from a browser: bounded client tokens (a short-lived credential limited to chosen numbers and '
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
+  'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
+    + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
+  Sandbox: 'Simulations the sandbox carrier offers for testing (inbound calls from a tester\'s phone).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
 };
 
