@@ -82,9 +82,12 @@ export const sessionView = (s: SessionRow, attempts: AttemptRow[]) => ({
 
 const ATTEMPT_COLUMNS = `a.*, c.direction AS call_direction, c.status AS call_status, c.duration_seconds`;
 
+// pg answers bigint[] as strings (only scalar bigints are parsed as numbers, shared/db.ts).
+const sessionRow = (r: SessionRow | null): SessionRow | null => (r ? { ...r, phone_ids: r.phone_ids.map(Number) } : null);
+
 export async function findSession(q: Db | Tx, organizationId: string, id: string, lock = false): Promise<SessionRow | null> {
   if (!isUuid(id)) return null;
-  return q.oneOrNone(`SELECT * FROM spam_test_sessions WHERE id = $1 AND organization_id = $2${lock ? ' FOR UPDATE' : ''}`, [id, organizationId]);
+  return sessionRow(await q.oneOrNone(`SELECT * FROM spam_test_sessions WHERE id = $1 AND organization_id = $2${lock ? ' FOR UPDATE' : ''}`, [id, organizationId]));
 }
 
 export async function getSession(db: Db | Tx, organizationId: string, id: string): Promise<{ session: SessionRow; attempts: AttemptRow[] }> {
@@ -144,12 +147,12 @@ export async function createSession(db: Db, organizationId: string, userId: stri
   const phoneIds = await queueOf(db, organizationId, input, now);
   return db.tx(async (tx) => {
     const at = new Date(now);
-    const s = await tx.one<SessionRow>(
+    const s = sessionRow(await tx.one<SessionRow>(
       `INSERT INTO spam_test_sessions (id, organization_id, created_by_user_id, tester_alias, tester_phone, tester_carrier,
          tester_consented, mode, scope_kind, scope_value, compare_alternates, phone_ids, status, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'ACTIVE', $13, $13) RETURNING *`,
       [uuidv7(now), organizationId, userId, input.tester.alias, input.tester.phone_number, input.tester.carrier,
-        input.tester.consented, input.mode, input.scope.kind, input.scope.value ?? null, input.compare_alternates ?? false, phoneIds, at]);
+        input.tester.consented, input.mode, input.scope.kind, input.scope.value ?? null, input.compare_alternates ?? false, phoneIds, at]))!;
     await within?.(tx, s);
     return s;
   });
@@ -164,8 +167,8 @@ export async function changeSessionStatus(db: Db, organizationId: string, id: st
       throw new ApiError('state_conflict', `The session is ${s.status}; it cannot move to ${status}.`,
         { fields: { status: `cannot move from ${s.status} to ${status}` } });
     }
-    const row = s.status === status ? s : await tx.one<SessionRow>(
-      'UPDATE spam_test_sessions SET status = $2, updated_at = $3 WHERE id = $1 RETURNING *', [id, status, new Date(now)]);
+    const row = s.status === status ? s : sessionRow(await tx.one<SessionRow>(
+      'UPDATE spam_test_sessions SET status = $2, updated_at = $3 WHERE id = $1 RETURNING *', [id, status, new Date(now)]))!;
     await within?.(tx, row);
     return row;
   });
