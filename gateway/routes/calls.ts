@@ -27,7 +27,7 @@ const Leg = Type.Object({
   ended_at: Nullable(Ts('When the leg ended.'), 'When the leg ended; null while it runs.'),
 }, { description: 'One carrier leg of the call.' });
 
-const Call = Type.Object({
+export const Call = Type.Object({
   id: Type.String({ format: 'uuid', description: 'The call id (call_id in the 202 answer).' }),
   type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room'), Type.Literal('inbound')],
     { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A), room (browser path B) or inbound (a call to your number).' }),
@@ -132,7 +132,7 @@ export const callRoutes: Plugin = (routes) => {
       record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: Accepted }), description: 'Accepted; the call progresses asynchronously.' },
-    errors: [...CALL_ERRORS, 'not_found'],
+    errors: [...CALL_ERRORS],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
       const sel = await selectCallerId(deps.db, principal.organizationId,

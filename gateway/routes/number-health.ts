@@ -16,6 +16,7 @@ import { createSet, getSet, listSets, MEMBER_ROLES, MEMBER_STATES, setView, upda
 import { ApiError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
+import { Call } from './calls.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 const TAG = 'Number Health';
@@ -299,6 +300,14 @@ const Inbound = Type.Object({
 }, { description: 'Inbound progress of one queued number.' });
 
 const SessionIdParams = UuidIdParams('session');
+const INBOUND_CALL_EXAMPLE = {
+  id: CALL_ID, type: 'inbound', direction: 'inbound', from_number: '+12125550187', to_number: '+14155550123', connect_number: null,
+  agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null, failure_category: null,
+  disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 75, record: false, cost_cents: 0, max_duration_seconds: 10800,
+  created_at: '2026-11-20T15:05:00.000Z', answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z',
+  legs: [{ role: 'destination', number: '+14155550123', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:05:00.000Z',
+    answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z' }],
+};
 const needsUser = 'Needs a credential with an associated user (user_required otherwise).';
 
 export const numberHealthRoutes: Plugin = (routes) => {
@@ -544,14 +553,15 @@ export const numberHealthRoutes: Plugin = (routes) => {
       + 'phone) to to_number (an ACTIVE number of the organization), type and direction inbound, starting now and already '
       + 'ended: answered after 3 s and talking duration_seconds, or no_answer, busy, voicemail (duration 0). It emits no '
       + 'webhook events. Spam-test attempts and inbound progress use it like any call. Answers 201 with the call record.',
-    examples: { request: { from_number: '+12125550187', to_number: '+14155550123', duration_seconds: 75, outcome: 'answered' } },
+    examples: { request: { from_number: '+12125550187', to_number: '+14155550123', duration_seconds: 75, outcome: 'answered' },
+      response: { data: INBOUND_CALL_EXAMPLE } },
     body: Type.Object({
       from_number: E164('The caller (E.164), e.g. a tester\'s phone.'),
       to_number: E164('An ACTIVE number of your organization (E.164).'),
       duration_seconds: Type.Integer({ minimum: 0, maximum: 10800, description: 'Talk time; 0 unless answered.' }),
       outcome: lit(INBOUND_OUTCOMES, 'answered (COMPLETED), no_answer, busy or voicemail.'),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: Type.Object({}, { additionalProperties: true, description: 'The call record (as GET /v1/calls/{id}).' }) }) },
+    response: { status: 201, schema: Type.Object({ data: Call }) },
     handler: async ({ deps, principal, body, baseUrl }) => {
       if (deps.config.carrier !== 'sandbox') throw new ApiError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
       const call = await simulateInboundCall(deps.db, principal, body, deps.clock.now(), deps.config.sandboxTimeScale) as CallRow;

@@ -107,3 +107,50 @@ CREATE TABLE number_health_summaries (
   latest_by_carrier jsonb NOT NULL,
   updated_at timestamptz NOT NULL
 );
+
+-- The evidence of each number as set resolution last computed it, so resolving a large set reads one small row
+-- per member. A row is usable while evidence_state is set and valid_until (the next time the evidence can change
+-- with time alone: a provider answer going stale, evidence stopping being recent) has not passed. Every change to
+-- what the rule reads bumps generation and clears the row (triggers below); a reader writes back only when the
+-- generation it read before reading the facts is still current, so a concurrent change is never cached over.
+CREATE TABLE number_evidence_cache (
+  phone_id bigint PRIMARY KEY REFERENCES phone_numbers(id),
+  organization_id uuid NOT NULL REFERENCES organizations(id),
+  generation bigint NOT NULL DEFAULT 0,
+  evidence_state text,
+  tier smallint,
+  health_warning text,
+  recommended_action text,
+  valid_until timestamptz
+);
+
+CREATE FUNCTION nh_evidence_changed(p_phone bigint, p_org uuid) RETURNS void LANGUAGE sql AS $$
+  INSERT INTO number_evidence_cache (phone_id, organization_id, generation) VALUES (p_phone, p_org, 1)
+  ON CONFLICT (phone_id) DO UPDATE SET generation = number_evidence_cache.generation + 1, evidence_state = NULL, tier = NULL
+$$;
+
+CREATE FUNCTION nh_evidence_row_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM nh_evidence_changed(OLD.phone_id, OLD.organization_id);
+  ELSE
+    PERFORM nh_evidence_changed(NEW.phone_id, NEW.organization_id);
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE FUNCTION nh_evidence_phone_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM nh_evidence_changed(NEW.id, NEW.organization_id);
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER number_reputation_evidence AFTER INSERT OR UPDATE OR DELETE ON number_reputation
+  FOR EACH ROW EXECUTE FUNCTION nh_evidence_row_changed();
+CREATE TRIGGER number_health_summaries_evidence AFTER INSERT OR UPDATE ON number_health_summaries
+  FOR EACH ROW EXECUTE FUNCTION nh_evidence_row_changed();
+CREATE TRIGGER phone_numbers_evidence AFTER UPDATE ON phone_numbers
+  FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.cnam_display_name IS DISTINCT FROM NEW.cnam_display_name
+                     OR OLD.cnam_status IS DISTINCT FROM NEW.cnam_status OR OLD.reputation_enrolled_at IS DISTINCT FROM NEW.reputation_enrolled_at
+                     OR OLD.organization_id IS DISTINCT FROM NEW.organization_id)
+  EXECUTE FUNCTION nh_evidence_phone_changed();

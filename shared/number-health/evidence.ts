@@ -100,6 +100,17 @@ export function readinessProgress(i: EvidenceInput) {
   return { ...parts, met: Object.values(parts).every((p) => p.met) };
 }
 
+/** The next instant at which the evidence can change with time alone (a LOW answer going stale, a negative or the
+ *  latest qualifying evidence stopping being recent); null when nothing ahead depends on time. */
+export function evidenceValidUntil(i: EvidenceInput): number | null {
+  const edges = [
+    ...i.scores.filter((s) => s.risk_level === 'LOW').map((s) => s.checked_at + PROVIDER_FRESH_MS),
+    ...i.latest.filter((o) => NEGATIVE_OUTCOMES.includes(o.outcome)).map((o) => o.observed_at + HANDSET_RECENT_MS),
+    ...(i.readiness.lastQualifyingAt === null ? [] : [i.readiness.lastQualifyingAt + HANDSET_RECENT_MS]),
+  ].filter((x) => x >= i.now);
+  return edges.length ? Math.min(...edges) : null;
+}
+
 export function evaluateEvidence(i: EvidenceInput): Evidence {
   const readiness = readinessProgress(i);
   const out = (evidence_state: EvidenceState, health_warning: string | null, recommended_action: RecommendedAction): Evidence =>

@@ -1,9 +1,9 @@
 // Loads what the evidence rule needs for a batch of numbers: the phone rows, their handset-evidence summaries and
 // the provider rows, in two queries whatever the batch size (fleet pages and set resolution both use it).
 import type { Db, Tx } from '../db.ts';
-import { evaluateEvidence, NO_READINESS, type Evidence, type LatestObservation, type ReadinessCounts } from './evidence.ts';
+import { evaluateEvidence, NO_READINESS, type Evidence, type EvidenceInput, type LatestObservation, type ReadinessCounts } from './evidence.ts';
 import type { Carrier, Outcome } from './policy.ts';
-import { readReputation, type NumberSelector, type ReputationRow } from './reputation-reader.ts';
+import { readReputation, type ReputationRow } from './reputation-reader.ts';
 
 export interface ObservationSummary {
   carrier: Carrier;
@@ -28,36 +28,29 @@ export interface NumberFacts {
   readiness: ReadinessCounts;
   latest: ObservationSummary[];
   scores: ReputationRow[];
-  /** Set selection only: the member's priority. */
-  priority?: number;
 }
 
 interface Row {
-  priority?: number;
   id: number; phone_number: string; status: NumberFacts['status']; area_code: string; team_id: string | null;
   cnam_display_name: string; cnam_status: string; reputation_enrolled_at: Date | null;
   qualifying_calls: number | null; consented_testers: number | null; active_days: number | null; clean_carriers: string[] | null;
   callback_verified: boolean | null; last_qualifying_at: Date | null; latest_by_carrier: Record<string, ObservationSummary> | null;
 }
 
-/** The facts of the selected numbers; for a Number Set, its members that are eligible for selection (ACTIVE or
- *  STANDBY, outbound-enabled, the number ACTIVE), with their priority. */
-export async function loadFacts(db: Db | Tx, organizationId: string, sel: NumberSelector): Promise<Map<number, NumberFacts>> {
+/** The facts of the given numbers of one organization. */
+export async function loadFacts(db: Db | Tx, organizationId: string, phoneIds: number[]): Promise<Map<number, NumberFacts>> {
   const out = new Map<number, NumberFacts>();
-  if ('phoneIds' in sel && !sel.phoneIds.length) return out;
-  const bySet = 'setId' in sel;
+  if (!phoneIds.length) return out;
   const [rows, scores] = await Promise.all([
     db.any<Row>(
       `SELECT p.id, p.phone_number, p.status, p.area_code, p.team_id, p.cnam_display_name, p.cnam_status, p.reputation_enrolled_at,
               s.qualifying_calls, s.consented_testers, s.active_days, s.clean_carriers, s.callback_verified,
-              s.last_qualifying_at, s.latest_by_carrier${bySet ? ', m.priority' : ''}
+              s.last_qualifying_at, s.latest_by_carrier
          FROM phone_numbers p LEFT JOIN number_health_summaries s ON s.phone_id = p.id
-         ${bySet ? `JOIN number_set_members m ON m.phone_id = p.id AND m.set_id = $2 AND m.outbound_enabled
-                     AND m.state IN ('ACTIVE', 'STANDBY')` : ''}
-        WHERE p.organization_id = $1 AND ${bySet ? `p.status = 'ACTIVE'` : 'p.id = ANY($2::bigint[])'}`,
-      [organizationId, bySet ? sel.setId : sel.phoneIds],
+        WHERE p.organization_id = $1 AND p.id = ANY($2::bigint[])`,
+      [organizationId, phoneIds],
     ),
-    readReputation(db, organizationId, sel),
+    readReputation(db, organizationId, phoneIds),
   ]);
   for (const r of rows) {
     out.set(r.id, {
@@ -70,7 +63,6 @@ export async function loadFacts(db: Db | Tx, organizationId: string, sel: Number
       },
       latest: Object.values(r.latest_by_carrier ?? {}),
       scores: scores.get(r.id) ?? [],
-      priority: r.priority,
     });
   }
   return out;
@@ -78,7 +70,11 @@ export async function loadFacts(db: Db | Tx, organizationId: string, sel: Number
 
 /** The evidence of one number; `retiredMembership` when it is looked at through a RETIRED set membership. */
 export function evidenceOf(f: NumberFacts, now: number, retiredMembership = false): Evidence {
-  return evaluateEvidence({
+  return evaluateEvidence(evidenceInput(f, now, retiredMembership));
+}
+
+export function evidenceInput(f: NumberFacts, now: number, retiredMembership = false): EvidenceInput {
+  return ({
     now, numberStatus: f.status, retiredMembership,
     setup: { identity: f.cnam_display_name.trim() !== '' && f.cnam_status !== 'failed', monitoring: f.reputation_enrolled_at !== null },
     scores: f.scores.map((s) => ({ carrier: s.carrier, risk_level: s.risk_level, checked_at: s.checked_at.getTime() })),

@@ -35,7 +35,7 @@ export interface FleetItem { facts: NumberFacts; memberships: Awaited<ReturnType
 
 /** Evidence of a batch of numbers: RETIRED through the filtered set's membership, or when every membership is. */
 async function evaluate(db: Db, organizationId: string, ids: number[], f: FleetFilter, now: number): Promise<FleetItem[]> {
-  const [facts, memberships] = await Promise.all([loadFacts(db, organizationId, { phoneIds: ids }), membershipsOf(db, organizationId, ids)]);
+  const [facts, memberships] = await Promise.all([loadFacts(db, organizationId, ids), membershipsOf(db, organizationId, ids)]);
   return ids.filter((id) => facts.has(id)).map((id) => {
     const ms = memberships.get(id) ?? [];
     const retired = f.number_set_id !== undefined

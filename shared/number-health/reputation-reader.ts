@@ -13,18 +13,14 @@ export interface ReputationRow {
   checked_at: Date;
 }
 
-/** Which numbers: a list of phone ids, or the members of a Number Set. */
-export type NumberSelector = { phoneIds: number[] } | { setId: string };
-
-/** The provider rows of the selected numbers of one organization, grouped by phone id. */
-export async function readReputation(db: Db | Tx, organizationId: string, sel: NumberSelector): Promise<Map<number, ReputationRow[]>> {
+/** The provider rows of the given numbers of one organization, grouped by phone id. */
+export async function readReputation(db: Db | Tx, organizationId: string, phoneIds: number[]): Promise<Map<number, ReputationRow[]>> {
   const out = new Map<number, ReputationRow[]>();
-  if ('phoneIds' in sel && !sel.phoneIds.length) return out;
+  if (!phoneIds.length) return out;
   const rows = await db.any<ReputationRow>(
     `SELECT phone_id, carrier, risk_level, displayed_label, provider, checked_at FROM number_reputation
-      WHERE organization_id = $1 AND ${'phoneIds' in sel ? 'phone_id = ANY($2::bigint[])'
-        : 'phone_id IN (SELECT phone_id FROM number_set_members WHERE set_id = $2)'}`,
-    [organizationId, 'phoneIds' in sel ? sel.phoneIds : sel.setId],
+      WHERE organization_id = $1 AND phone_id = ANY($2::bigint[])`,
+    [organizationId, phoneIds],
   );
   for (const r of rows) {
     const list = out.get(r.phone_id);

@@ -2,12 +2,15 @@
 // Eligible: outbound-enabled members in state ACTIVE or STANDBY whose number is ACTIVE. Order: the healthiest
 // evidence tier, then priority (lower first), then a recipient-sticky tie-breaker: rendezvous hashing of
 // destination and phone id, so a destination keeps its number while that number stays in the best tier, and
-// adding or retiring one member moves only the destinations that hashed to it. Nothing is reserved.
+// adding or retiring one member moves only the destinations that hashed to it. Nothing is reserved. Members'
+// evidence comes from number_evidence_cache (evidence-cache.ts), computed for the members whose row is missing
+// or expired.
 import { ApiError } from '../errors.ts';
 import type { Db } from '../db.ts';
 import { isUuid } from '../ids.ts';
 import { notFound } from '../errors.ts';
-import { TIER, type EvidenceState, type RecommendedAction } from './evidence.ts';
+import type { EvidenceState, RecommendedAction } from './evidence.ts';
+import { refreshEvidence } from './evidence-cache.ts';
 import { evidenceOf, loadFacts } from './facts.ts';
 
 export const SELECTION_SOURCE = 'number_set_sticky_health';
@@ -37,29 +40,49 @@ export function rendezvousWeight(destination: string, phoneId: number): number {
   return h >>> 0;
 }
 
+interface Candidate { phone_id: number; phone_number: string; priority: number; tier: number | null; generation: number | null;
+  evidence_state: EvidenceState | null; health_warning: string | null; recommended_action: RecommendedAction | null }
+
 export async function resolveNumberSet(db: Db, organizationId: string, setId: string, destination: string, now: number): Promise<Resolution> {
-  const set = isUuid(setId)
-    ? await db.oneOrNone('SELECT id FROM number_sets WHERE id = $1 AND organization_id = $2', [setId, organizationId]) : null;
-  if (!set) throw notFound(`Number Set ${setId}`);
-  const facts = await loadFacts(db, organizationId, { setId });
-  let best: { tier: number; priority: number; weight: number; id: number; ev: ReturnType<typeof evidenceOf> } | null = null;
-  for (const f of facts.values()) {
-    const ev = evidenceOf(f, now);
-    const c = { tier: TIER[ev.evidence_state], priority: f.priority!, weight: rendezvousWeight(destination, f.id), id: f.id, ev };
-    if (!best || c.tier < best.tier || (c.tier === best.tier && (c.priority < best.priority
-      || (c.priority === best.priority && (c.weight > best.weight || (c.weight === best.weight && c.id < best.id)))))) best = c;
+  if (!isUuid(setId)) throw notFound(`Number Set ${setId}`);
+  // Eligible members with usable cached evidence at the best (tier, priority), plus those without usable evidence.
+  const rows = await db.any<Candidate & { eligible: number }>(
+    `WITH e AS (
+       SELECT m.phone_id, p.phone_number, m.priority, c.generation,
+              CASE WHEN c.evidence_state IS NOT NULL AND (c.valid_until IS NULL OR c.valid_until > $3) THEN c.tier END AS tier,
+              c.evidence_state, c.health_warning, c.recommended_action
+         FROM number_set_members m JOIN phone_numbers p ON p.id = m.phone_id AND p.status = 'ACTIVE'
+         LEFT JOIN number_evidence_cache c ON c.phone_id = m.phone_id
+        WHERE m.set_id = $2 AND m.organization_id = $1 AND m.outbound_enabled AND m.state IN ('ACTIVE', 'STANDBY'))
+     SELECT e.*, (SELECT count(*)::int FROM e) AS eligible FROM e
+      WHERE e.tier IS NULL OR (e.tier, e.priority) = (SELECT tier, priority FROM e WHERE tier IS NOT NULL ORDER BY tier, priority LIMIT 1)`,
+    [organizationId, setId, new Date(now)]);
+  if (!rows.length && !await db.oneOrNone('SELECT 1 FROM number_sets WHERE id = $1 AND organization_id = $2', [setId, organizationId])) {
+    throw notFound(`Number Set ${setId}`);
+  }
+  const stale = new Map(rows.filter((r) => r.tier === null).map((r) => [r.phone_id, r.generation ?? 0]));
+  const fresh = stale.size ? new Map((await refreshEvidence(db, organizationId, stale, now)).map((e) => [e.phone_id, e])) : new Map();
+  let best: Candidate | null = null;
+  let bestWeight = 0;
+  for (const r of rows) {
+    const c: Candidate = r.tier === null ? { ...r, ...fresh.get(r.phone_id) } : r;
+    if (c.tier === null || c.tier === undefined) continue; // the number left the organization meanwhile
+    const w = rendezvousWeight(destination, c.phone_id);
+    if (!best || c.tier! < best.tier! || (c.tier === best.tier && (c.priority < best.priority
+      || (c.priority === best.priority && (w > bestWeight || (w === bestWeight && c.phone_id < best.phone_id)))))) {
+      best = c; bestWeight = w;
+    }
   }
   if (!best) {
     throw new ApiError('no_active_number', `Number Set ${setId} has no eligible member (outbound-enabled, ACTIVE or STANDBY, number active).`,
       { resolutionHint: 'PATCH the set to enable or add a member, or pass from_number.' });
   }
-  const chosen = facts.get(best.id)!;
-  const warning = best.ev.evidence_state === 'FLAGGED'
-    ? `Every eligible member of the set is flagged; selected the best of them. ${best.ev.health_warning}` : best.ev.health_warning;
+  const warning = best.evidence_state === 'FLAGGED'
+    ? `Every eligible member of the set is flagged; selected the best of them. ${best.health_warning}` : best.health_warning;
   return {
-    number_set_id: setId, phone_id: chosen.id, from_number: chosen.phone_number, evidence_state: best.ev.evidence_state,
-    health_warning: warning, recommended_action: best.ev.recommended_action, selection_source: SELECTION_SOURCE,
-    eligible_members: facts.size,
+    number_set_id: setId, phone_id: best.phone_id, from_number: best.phone_number, evidence_state: best.evidence_state!,
+    health_warning: warning, recommended_action: best.recommended_action!, selection_source: SELECTION_SOURCE,
+    eligible_members: rows[0].eligible,
   };
 }
 
@@ -68,6 +91,6 @@ export async function evidenceOfNumber(db: Db, organizationId: string, phoneNumb
   const row = await db.oneOrNone<{ id: number }>(
     `SELECT id FROM phone_numbers WHERE organization_id = $1 AND phone_number = $2 AND status <> 'RELEASED'`, [organizationId, phoneNumber]);
   if (!row) return null;
-  const f = (await loadFacts(db, organizationId, { phoneIds: [row.id] })).get(row.id)!;
+  const f = (await loadFacts(db, organizationId, [row.id])).get(row.id)!;
   return evidenceOf(f, now);
 }

@@ -205,7 +205,8 @@ t.test('recipient stickiness: rendezvous over members of one tier and priority',
   t.equal(inactive.status, 409);
   t.equal(inactive.body.error.code, 'no_active_number');
   const foreign = await env.request('POST', '/v1/calls/dial', { key, body: { number_set_id: id, to_number: d0, connect_number: '+13125550142' } });
-  t.equal(foreign.status, 404, 'another organization\'s set');
+  t.equal(foreign.status, 400, 'another organization\'s set');
+  t.match(foreign.body.error.fields, { number_set_id: /not a Number Set of your organization/ });
   const noDest = await env.request('POST', '/v1/calls/dial', { key: extra.api_key, body: { number_set_id: id, connect_number: '+13125550142' } });
   t.equal(noDest.body.error.code, 'destination_missing');
 });

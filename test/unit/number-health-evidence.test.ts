@@ -1,6 +1,6 @@
 // The evidence rule, row by row against the reference's evidence_state table (and the policy's thresholds).
 import t from 'tap';
-import { evaluateEvidence, TIER, type EvidenceInput, type ProviderScore, type ReadinessCounts } from '../../shared/number-health/evidence.ts';
+import { evaluateEvidence, evidenceValidUntil, TIER, type EvidenceInput, type ProviderScore, type ReadinessCounts } from '../../shared/number-health/evidence.ts';
 import { HANDSET_RECENT_MS, PROVIDER_FRESH_MS, READINESS } from '../../shared/number-health/policy.ts';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
@@ -116,4 +116,15 @@ t.test('readiness progress reports each threshold of the policy', async (t) => {
   t.same(r.active_days, { required: 4, observed: 1, met: false });
   t.same(r.clean_observation_carriers, { required: ['ATT', 'TMOBILE', 'VERIZON'], observed: ['ATT', 'TMOBILE', 'VERIZON'], met: true });
   t.equal(r.met, false);
+});
+
+t.test('valid until: the next time the evidence can change with time alone', async (t) => {
+  t.equal(evidenceValidUntil(clean({ scores: low(DAY), latest: [], readiness: { ...READY, lastQualifyingAt: null } })), NOW - DAY + PROVIDER_FRESH_MS,
+    'a LOW answer goes stale');
+  t.equal(evidenceValidUntil(clean()), Math.min(NOW - DAY + PROVIDER_FRESH_MS, READY.lastQualifyingAt! + HANDSET_RECENT_MS));
+  t.equal(evidenceValidUntil(clean({ scores: [{ carrier: 'ATT', risk_level: 'HIGH', checked_at: NOW }], latest: [], readiness: { ...READY, lastQualifyingAt: null } })), null,
+    'nothing ahead depends on time');
+  const neg = NOW - DAY;
+  t.equal(evidenceValidUntil(clean({ scores: [], latest: [{ carrier: 'ATT', outcome: 'SPAM', observed_at: neg }], readiness: { ...READY, lastQualifyingAt: null } })),
+    neg + HANDSET_RECENT_MS, 'a negative stops being recent');
 });
