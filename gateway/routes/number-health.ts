@@ -476,11 +476,9 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required', 'state_conflict'],
     handler: async (ctx) => {
       attributedUser(ctx.principal);
-      const { db } = ctx.deps;
-      const row = await changeSessionStatus(db, ctx.principal.organizationId, ctx.params.id, ctx.body.status, ctx.deps.clock.now(),
-        ctx.idempotent((s: SessionRow): Reply => ({ status: 200, body: { data: sessionView(s, []) } })));
-      const { session, attempts } = await getSession(db, ctx.principal.organizationId, row.id);
-      return { status: 200, body: { data: sessionView(session, attempts) } };
+      const reply = (r: { session: SessionRow; attempts: AttemptRow[] }): Reply => ({ status: 200, body: { data: sessionView(r.session, r.attempts) } });
+      return reply(await changeSessionStatus(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.status, ctx.deps.clock.now(),
+        ctx.idempotent(reply)));
     },
   });
   routes.add({

@@ -159,7 +159,7 @@ export async function createSession(db: Db, organizationId: string, userId: stri
 }
 
 export async function changeSessionStatus(db: Db, organizationId: string, id: string, status: SessionStatus, now: number,
-  within?: WithinTx<SessionRow>): Promise<SessionRow> {
+  within?: WithinTx<{ session: SessionRow; attempts: AttemptRow[] }>): Promise<{ session: SessionRow; attempts: AttemptRow[] }> {
   return db.tx(async (tx) => {
     const s = await findSession(tx, organizationId, id, true);
     if (!s) throw notFound(`Spam-test session ${id}`);
@@ -167,9 +167,11 @@ export async function changeSessionStatus(db: Db, organizationId: string, id: st
       throw new ApiError('state_conflict', `The session is ${s.status}; it cannot move to ${status}.`,
         { fields: { status: `cannot move from ${s.status} to ${status}` } });
     }
-    const row = s.status === status ? s : sessionRow(await tx.one<SessionRow>(
-      'UPDATE spam_test_sessions SET status = $2, updated_at = $3 WHERE id = $1 RETURNING *', [id, status, new Date(now)]))!;
-    await within?.(tx, row);
-    return row;
+    if (s.status !== status) {
+      await tx.none('UPDATE spam_test_sessions SET status = $2, updated_at = $3 WHERE id = $1', [id, status, new Date(now)]);
+    }
+    const result = await getSession(tx, organizationId, id);
+    await within?.(tx, result);
+    return result;
   });
 }

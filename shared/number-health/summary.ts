@@ -15,6 +15,13 @@ interface ObservedAttempt {
 }
 
 export async function recountSummary(tx: Tx, organizationId: string, phoneId: number, now: Date): Promise<void> {
+  // Serialize recounts of one number on its summary row: a concurrent observation of the same number commits first,
+  // and the recount below (a new statement, a new snapshot) then sees it.
+  await tx.none(
+    `INSERT INTO number_health_summaries (phone_id, organization_id, qualifying_calls, consented_testers, active_days, clean_carriers,
+       callback_verified, latest_by_carrier, updated_at)
+     VALUES ($1, $2, 0, 0, 0, '{}', false, '{}', $3) ON CONFLICT (phone_id) DO NOTHING`, [phoneId, organizationId, now]);
+  await tx.one('SELECT 1 FROM number_health_summaries WHERE phone_id = $1 FOR UPDATE', [phoneId]);
   const rows = await tx.any<ObservedAttempt>(
     `SELECT a.id, s.mode, s.tester_phone, s.tester_carrier, s.tester_consented, c.type AS call_type, c.picked_up,
             c.duration_seconds, c.created_at AS call_at, a.outcome, a.observed_label, a.callback_verified

@@ -147,7 +147,7 @@ t.test('observations: 400 while the call is live, audit snapshot on repost, call
   const call = (await inbound(TESTER, p2.phone_number)).body.data.id;
   const a = (await post(`/v1/number-health/sessions/${s.id}/attempts`, { phone_id: p2.id, call_id: call })).body.data;
   const first = await observe(a.id, { outcome: 'WRONG_NAME', observed_label: 'Unknown Caller' });
-  t.equal(first.status, 200);
+  t.equal(first.status, 200, first.text);
   t.match(first.body.data.attempt.observation, { outcome: 'WRONG_NAME', observed_label: 'Unknown Caller', handset: HANDSET, recorded_by_user_id: org.user_id });
   t.equal(first.body.data.attempt.callback_verified, false, 'never set automatically');
   t.equal(first.body.data.attempt.callback_attestation, null);
@@ -246,4 +246,36 @@ t.test('session scopes', async (t) => {
     t.equal((await env.request('GET', p, { key: read.apiKey })).status, 200);
   }
   t.equal((await env.request('POST', '/v1/number-health/sessions', { key: write.apiKey, body: { tester, mode: 'RAPID_AUDIT', scope: { kind: 'ALL' } } })).status, 201);
+});
+
+t.test('idempotent writes replay; concurrent observations of one number are all counted', async (t) => {
+  const s = (await session({ scope: { kind: 'ALL' } })).body.data;
+  const call = (await inbound(TESTER, p3.phone_number, 80)).body.data.id;
+  const headers = { 'idempotency-key': `attach-${s.id}` };
+  const a1 = await env.request('POST', `/v1/number-health/sessions/${s.id}/attempts`, { key, body: { phone_id: p3.id, call_id: call }, headers });
+  const a2 = await env.request('POST', `/v1/number-health/sessions/${s.id}/attempts`, { key, body: { phone_id: p3.id, call_id: call }, headers });
+  t.equal(a1.status, 201);
+  t.equal(a2.status, 201);
+  t.equal(a2.headers['idempotency-replay'], 'true');
+  t.same(a2.body, a1.body);
+  const ph = { 'idempotency-key': `pause-${s.id}` };
+  const m1 = await env.request('PATCH', `/v1/number-health/sessions/${s.id}`, { key, body: { status: 'PAUSED' }, headers: ph });
+  t.equal(m1.body.data.attempts.length, 1, 'the PATCH answer carries the attempts');
+  const m2 = await env.request('PATCH', `/v1/number-health/sessions/${s.id}`, { key, body: { status: 'PAUSED' }, headers: ph });
+  t.same(m2.body, m1.body);
+  await env.request('PATCH', `/v1/number-health/sessions/${s.id}`, { key, body: { status: 'ACTIVE' } });
+
+  // Five testers' sessions observe the same number at once: the summary counts every one.
+  const fresh = await nhOrg(env, 1, 'Race Co');
+  const num = fresh.phones[0];
+  const attempts = await Promise.all([1, 2, 3, 4, 5].map(async (i) => {
+    const phone = `+1212555020${i}`;
+    const sid = (await post('/v1/number-health/sessions', { tester: { ...tester, phone_number: phone }, mode: 'HUMAN_READINESS', scope: { kind: 'ALL' } }, fresh.api_key)).body.data.id;
+    const c = (await inbound(phone, num.phone_number, 90, 'answered', fresh.api_key)).body.data.id;
+    return (await post(`/v1/number-health/sessions/${sid}/attempts`, { phone_id: num.id, call_id: c }, fresh.api_key)).body.data.id;
+  }));
+  const results = await Promise.all(attempts.map((id) => post(`/v1/number-health/attempts/${id}/observation`, { outcome: 'CLEAN', observed_label: 'Race Co', handset: HANDSET }, fresh.api_key)));
+  t.same(results.map((r) => r.status), [200, 200, 200, 200, 200]);
+  const sum = await env.db.one('SELECT qualifying_calls, consented_testers FROM number_health_summaries WHERE phone_id = $1', [num.id]);
+  t.same(sum, { qualifying_calls: 5, consented_testers: 5 });
 });
