@@ -18,6 +18,9 @@ CREATE TABLE number_sets (
   name text NOT NULL,
   use_case text NOT NULL DEFAULT '',
   identification_guidance text NOT NULL DEFAULT '',
+  -- Bumped whenever the set's members or any member's evidence inputs change: a gateway keeps each set's
+  -- selection ranking in memory and recomputes it when this moved (shared/number-health/resolve.ts).
+  version bigint NOT NULL DEFAULT 0,
   created_by_user_id uuid NOT NULL REFERENCES users(id),
   updated_by_user_id uuid NOT NULL REFERENCES users(id),
   created_at timestamptz NOT NULL DEFAULT now(),
@@ -126,7 +129,9 @@ CREATE TABLE number_evidence_cache (
 
 CREATE FUNCTION nh_evidence_changed(p_phone bigint, p_org uuid) RETURNS void LANGUAGE sql AS $$
   INSERT INTO number_evidence_cache (phone_id, organization_id, generation) VALUES (p_phone, p_org, 1)
-  ON CONFLICT (phone_id) DO UPDATE SET generation = number_evidence_cache.generation + 1, evidence_state = NULL, tier = NULL
+  ON CONFLICT (phone_id) DO UPDATE SET generation = number_evidence_cache.generation + 1, evidence_state = NULL, tier = NULL;
+  UPDATE number_sets SET version = version + 1
+   WHERE id IN (SELECT set_id FROM number_set_members WHERE organization_id = p_org AND phone_id = p_phone);
 $$;
 
 CREATE FUNCTION nh_evidence_row_changed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -12,6 +12,8 @@ export interface CachedEvidence {
   tier: number;
   health_warning: string | null;
   recommended_action: RecommendedAction;
+  /** When this evidence can next change with time alone (ms); null: never by time. */
+  valid_until: number | null;
 }
 
 /** Computes the evidence of numbers whose cached row was missing or expired (`generations`: what was read before),
@@ -26,7 +28,8 @@ export async function refreshEvidence(db: Db, organizationId: string, generation
     const input = evidenceInput(f, now);
     const ev = evaluateEvidence(input);
     const until = evidenceValidUntil(input);
-    out.push({ phone_id: id, evidence_state: ev.evidence_state, tier: TIER[ev.evidence_state], health_warning: ev.health_warning, recommended_action: ev.recommended_action });
+    out.push({ phone_id: id, evidence_state: ev.evidence_state, tier: TIER[ev.evidence_state], health_warning: ev.health_warning,
+      recommended_action: ev.recommended_action, valid_until: until });
     cols.id.push(id); cols.gen.push(generations.get(id)!); cols.state.push(ev.evidence_state); cols.tier.push(TIER[ev.evidence_state]);
     cols.warning.push(ev.health_warning); cols.action.push(ev.recommended_action); cols.until.push(until === null ? null : new Date(until));
   }

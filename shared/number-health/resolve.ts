@@ -43,35 +43,65 @@ export function rendezvousWeight(destination: string, phoneId: number): number {
 interface Candidate { phone_id: number; phone_number: string; priority: number; tier: number | null; generation: number | null;
   evidence_state: EvidenceState | null; health_warning: string | null; recommended_action: RecommendedAction | null }
 
-export async function resolveNumberSet(db: Db, organizationId: string, setId: string, destination: string, now: number): Promise<Resolution> {
-  if (!isUuid(setId)) throw notFound(`Number Set ${setId}`);
-  // Eligible members with usable cached evidence at the best (tier, priority), plus those without usable evidence.
-  const rows = await db.any<Candidate & { eligible: number }>(
+/** A set's selection ranking: its eligible members at the best (tier, priority), valid while the set's version
+ *  is unchanged and until the first member's evidence can change with time. */
+interface Ranked { phone_id: number; phone_number: string; priority: number; tier: number; evidence_state: EvidenceState;
+  health_warning: string | null; recommended_action: RecommendedAction }
+interface Ranking { version: number; validUntil: number; eligible: number; best: Ranked[] }
+
+const RANKINGS_MAX = 2000;
+const rankings = new Map<string, Ranking>();
+
+/** Reads the eligible members and their evidence (computing what the cache lacks) and ranks them. */
+async function rank(db: Db, organizationId: string, setId: string, version: number, now: number): Promise<Ranking> {
+  const rows = await db.any<Candidate & { eligible: number; valid_until: Date | null }>(
     `WITH e AS (
-       SELECT m.phone_id, p.phone_number, m.priority, c.generation,
+       SELECT m.phone_id, p.phone_number, m.priority, c.generation, c.valid_until,
               CASE WHEN c.evidence_state IS NOT NULL AND (c.valid_until IS NULL OR c.valid_until > $3) THEN c.tier END AS tier,
               c.evidence_state, c.health_warning, c.recommended_action
          FROM number_set_members m JOIN phone_numbers p ON p.id = m.phone_id AND p.status = 'ACTIVE'
          LEFT JOIN number_evidence_cache c ON c.phone_id = m.phone_id
         WHERE m.set_id = $2 AND m.organization_id = $1 AND m.outbound_enabled AND m.state IN ('ACTIVE', 'STANDBY'))
-     SELECT e.*, (SELECT count(*)::int FROM e) AS eligible FROM e
+     SELECT e.*, (SELECT count(*)::int FROM e) AS eligible,
+            (SELECT min(valid_until) FROM e WHERE tier IS NOT NULL) AS valid_until
+       FROM e
       WHERE e.tier IS NULL OR (e.tier, e.priority) = (SELECT tier, priority FROM e WHERE tier IS NOT NULL ORDER BY tier, priority LIMIT 1)`,
     [organizationId, setId, new Date(now)]);
-  if (!rows.length && !await db.oneOrNone('SELECT 1 FROM number_sets WHERE id = $1 AND organization_id = $2', [setId, organizationId])) {
-    throw notFound(`Number Set ${setId}`);
-  }
   const stale = new Map(rows.filter((r) => r.tier === null).map((r) => [r.phone_id, r.generation ?? 0]));
-  const fresh = stale.size ? new Map((await refreshEvidence(db, organizationId, stale, now)).map((e) => [e.phone_id, e])) : new Map();
-  let best: Candidate | null = null;
-  let bestWeight = 0;
+  const fresh = stale.size ? await refreshEvidence(db, organizationId, stale, now) : [];
+  const byId = new Map(fresh.map((e) => [e.phone_id, e]));
+  let validUntil = rows.length && rows[0].valid_until ? rows[0].valid_until.getTime() : Infinity;
+  for (const e of fresh) if (e.valid_until !== null) validUntil = Math.min(validUntil, e.valid_until);
+  const all: Ranked[] = [];
   for (const r of rows) {
-    const c: Candidate = r.tier === null ? { ...r, ...fresh.get(r.phone_id) } : r;
-    if (c.tier === null || c.tier === undefined) continue; // the number left the organization meanwhile
+    const e = r.tier === null ? byId.get(r.phone_id) : r;
+    if (!e || e.tier === null) continue; // a number that left the organization meanwhile
+    all.push({ phone_id: r.phone_id, phone_number: r.phone_number, priority: r.priority, tier: e.tier,
+      evidence_state: e.evidence_state!, health_warning: e.health_warning, recommended_action: e.recommended_action! });
+  }
+  const top = all.reduce<Ranked | null>((b, c) => (!b || c.tier < b.tier || (c.tier === b.tier && c.priority < b.priority) ? c : b), null);
+  return { version, validUntil, eligible: rows[0]?.eligible ?? 0,
+    best: top ? all.filter((c) => c.tier === top.tier && c.priority === top.priority) : [] };
+}
+
+export async function resolveNumberSet(db: Db, organizationId: string, setId: string, destination: string, now: number): Promise<Resolution> {
+  const head = isUuid(setId)
+    ? await db.oneOrNone<{ version: number }>('SELECT version FROM number_sets WHERE id = $1 AND organization_id = $2', [setId, organizationId]) : null;
+  if (!head) throw notFound(`Number Set ${setId}`);
+  let r = rankings.get(setId);
+  if (!r || r.version !== head.version || now >= r.validUntil) {
+    // The version is read before the members and evidence: a change landing meanwhile moves it again, so a ranking
+    // built from newer data under an older version is only recomputed once more, never kept past a change.
+    r = await rank(db, organizationId, setId, head.version, now);
+    rankings.delete(setId);
+    if (rankings.size >= RANKINGS_MAX) rankings.delete(rankings.keys().next().value!);
+    rankings.set(setId, r);
+  }
+  let best: Ranked | null = null;
+  let bestWeight = 0;
+  for (const c of r.best) {
     const w = rendezvousWeight(destination, c.phone_id);
-    if (!best || c.tier! < best.tier! || (c.tier === best.tier && (c.priority < best.priority
-      || (c.priority === best.priority && (w > bestWeight || (w === bestWeight && c.phone_id < best.phone_id)))))) {
-      best = c; bestWeight = w;
-    }
+    if (!best || w > bestWeight || (w === bestWeight && c.phone_id < best.phone_id)) { best = c; bestWeight = w; }
   }
   if (!best) {
     throw new ApiError('no_active_number', `Number Set ${setId} has no eligible member (outbound-enabled, ACTIVE or STANDBY, number active).`,
@@ -80,9 +110,9 @@ export async function resolveNumberSet(db: Db, organizationId: string, setId: st
   const warning = best.evidence_state === 'FLAGGED'
     ? `Every eligible member of the set is flagged; selected the best of them. ${best.health_warning}` : best.health_warning;
   return {
-    number_set_id: setId, phone_id: best.phone_id, from_number: best.phone_number, evidence_state: best.evidence_state!,
-    health_warning: warning, recommended_action: best.recommended_action!, selection_source: SELECTION_SOURCE,
-    eligible_members: rows[0].eligible,
+    number_set_id: setId, phone_id: best.phone_id, from_number: best.phone_number, evidence_state: best.evidence_state,
+    health_warning: warning, recommended_action: best.recommended_action, selection_source: SELECTION_SOURCE,
+    eligible_members: r.eligible,
   };
 }
 

@@ -119,7 +119,8 @@ export async function updateSet(db: Db, organizationId: string, id: string, user
     if (!await readSet(tx, organizationId, id, true)) throw notFound(`Number Set ${id}`);
     await tx.none(
       `UPDATE number_sets SET name = COALESCE($3, name), use_case = COALESCE($4, use_case),
-              identification_guidance = COALESCE($5, identification_guidance), updated_by_user_id = $6, updated_at = now()
+              identification_guidance = COALESCE($5, identification_guidance), updated_by_user_id = $6, updated_at = now(),
+              version = version + 1
         WHERE id = $1 AND organization_id = $2`,
       [id, organizationId, input.name ?? null, input.use_case ?? null, input.identification_guidance ?? null, userId]);
     await upsertMembers(tx, organizationId, id, members);

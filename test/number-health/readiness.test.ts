@@ -92,8 +92,14 @@ t.test('readiness run: CLEAN_OBSERVED across days, not before', async (t) => {
   t.equal(fixed.body.data.audit.length, 2);
   t.equal((await evidence()).evidence_state, 'CLEAN_OBSERVED');
 
+  // Set resolution sees the same evidence, and its cached ranking expires with time too.
+  const set = (await post('/v1/number-health/sets', { name: 'Ready', members: [{ phone_id: target.id }] })).body.data.id;
+  const resolve = async () => (await post(`/v1/number-health/sets/${set}/resolve`, { destination_number: '+12125550199' })).body.data;
+  t.match(await resolve(), { phone_id: target.id, evidence_state: 'CLEAN_OBSERVED', health_warning: null });
+
   // Time passes: the provider answer goes stale, and unknown is not clean.
   clock.advance(8 * DAY);
+  t.match(await resolve(), { evidence_state: 'NEEDS_DATA', recommended_action: 'FRESH_CHECK' }, 'the ranking expired with the evidence');
   e = await evidence();
   t.equal(e.evidence_state, 'NEEDS_DATA');
   t.equal(e.recommended_action, 'FRESH_CHECK');
