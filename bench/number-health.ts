@@ -118,6 +118,7 @@ async function main() {
     const path = writeResult('number-health', [
       { name: `set resolve over HTTP, ${SET_SIZE} members, p50`, value: round(pct(httpMs, 50)), unit: 'ms' },
       { name: `set resolve over HTTP, ${SET_SIZE} members, p99`, value: round(p99Http), unit: 'ms', target: '< 5 ms', met: p99Http < 5 },
+      { name: `resolveNumberSet() without HTTP, ${SET_SIZE} members, p50`, value: round(pct(fnMs, 50)), unit: 'ms' },
       { name: `resolveNumberSet() without HTTP, ${SET_SIZE} members, p99`, value: round(pct(fnMs, 99)), unit: 'ms' },
       { name: `GET /v1/number-health/numbers?limit=100, fleet of ${FLEET}, per page p50`, value: round(pct(all.ms, 50), 1), unit: 'ms' },
       { name: `GET /v1/number-health/numbers?limit=100, fleet of ${FLEET}, per page p99`, value: round(pageP99, 1), unit: 'ms', target: '< 200 ms', met: pageP99 < 200 },
