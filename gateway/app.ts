@@ -22,6 +22,7 @@ import { clientTokenRoutes } from './routes/client-tokens.ts';
 import { callerIdRoutes } from './routes/caller-ids.ts';
 import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
+import { numberHealthRoutes } from './routes/number-health.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
 import { contactRoutes } from './routes/contacts.ts';
@@ -45,6 +46,7 @@ export const AREAS: Plugin[] = [
   callerTrustReputationRoutes,
   contactRoutes,
   usageRoutes,
+  numberHealthRoutes,
   sandboxRoutes,
 ];
 

@@ -69,6 +69,10 @@ export const ERROR_CODES = {
   own_brand_not_approved: { status: 409 },
   number_not_flagged: { status: 409 },
   remediation_in_progress: { status: 409 },
+  // Number Health: writes attributed to a user (Authentication rule 9), status moves, observations on live calls.
+  user_required: { status: 403 },
+  state_conflict: { status: 409 },
+  call_not_terminal: { status: 400 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -144,6 +148,10 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'numbers can be remediated.',
   remediation_in_progress: 'The number already has a remediation case that is open or in review (fields.phone_number '
     + 'names it and its status).',
+  user_required: 'The operation is attributed to a user and the credential has no associated user (an organization-only API '
+    + 'key); use a key created for a user.',
+  state_conflict: 'The resource\'s current status does not allow this change (the message names the status).',
+  call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
 };
 
 export interface ApiErrorOptions {

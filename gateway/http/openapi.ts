@@ -46,6 +46,9 @@ const TAGS: Record<string, string> = {
     + '(enterprise.status.updated webhook). Branded Calling and own-brand remediation need an APPROVED one.',
   'Branded Calling': 'The Display Identity Record: the name, call reason and logo shown on called phones; draft, submitted, '
     + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
+  'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
+    + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
+  Sandbox: 'Simulations the sandbox carrier offers for testing (inbound calls from a tester\'s phone).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '

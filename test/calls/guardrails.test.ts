@@ -47,7 +47,7 @@ t.test('validation: destination_missing, destination_invalid, validation_error',
   await rejected(t, org, () => post(org, body(org, { colour: 'blue' })), 400, 'validation_error', undefined, 'colour');
   await rejected(t, org, () => post(org, body(org, { to_number: 14155554567 })), 400, 'validation_error', undefined, 'to_number');
   const ns = await rejected(t, org, () => post(org, body(org, { from_number: undefined, number_set_id: 'ns_1' })), 400, 'validation_error', undefined, 'number_set_id');
-  t.match(ns.body.error.fields.number_set_id, /not available yet/);
+  t.match(ns.body.error.fields.number_set_id, /not a Number Set of your organization/, 'number_set_id alone selects from the set');
   const both = await post(org, body(org, { number_set_id: 'ns_1' }));
   t.equal(both.status, 202, 'from_number wins over number_set_id');
   t.equal(both.body.data.from_number, org.from);
