@@ -28,7 +28,6 @@ const TAGS: Record<string, string> = {
     + 'fire number_purchased and number_released webhooks.',
   'Caller IDs': 'External numbers the organization controls, usable as from_number once verified by a call that speaks '
     + 'a code (POST /v1/caller-ids/{id}/verify, then /confirm). A pending one answers call_id_not_verified.',
-  Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers.',
   Agents: 'Saved voice agents (name, greeting, prompt, voice) that AI calls (POST /v1/calls) use by agent_id.',
   Webhooks: 'Webhook subscriptions: the service POSTs each event of the subscribed type to your HTTPS URL, signed per '
     + 'Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature headers) with the subscription\'s secret. '
@@ -48,7 +47,8 @@ const TAGS: Record<string, string> = {
     + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
   'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
     + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
-  Sandbox: 'Simulations the sandbox carrier offers for testing (inbound calls from a tester\'s phone).',
+  Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers, and '
+    + 'simulated inbound calls from a tester\'s phone.',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '

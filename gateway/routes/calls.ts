@@ -142,7 +142,7 @@ export const callRoutes: Plugin = (routes) => {
       const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call, sel) } });
       const call = await placeCall(deps.calls, principal, {
         type: 'bridge', from: sel.from, to: body.to_number, connect: body.connect_number,
-        numberSetId: body.number_set_id, record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
+        record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
       }, ctx.idempotent(reply));
       return reply(call);
     },

@@ -23,7 +23,7 @@ import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
-import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { effectiveMaxCallMinutes, placementLimits, spendDay } from './limits.ts';
 import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
@@ -34,22 +34,10 @@ export interface PlaceRequest {
   from?: string;
   to?: string;
   connect?: string;
-  numberSetId?: string;
   record: boolean;
   agent?: AgentSettings;
   /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
   names: { from: string; to: string };
-}
-
-interface OrgState {
-  channel_limit: number;
-  calls_per_minute: number;
-  daily_spend_cap_cents: number;
-  allow_countries: string[];
-  max_call_minutes: number;
-  phone_id: number | null;
-  phone_status: string | null;
-  phone_max: number | null;
 }
 
 const blocked = (field: string, message: string, hint?: string) =>
@@ -75,10 +63,6 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
   }
   if (req.from === undefined) {
-    if (req.numberSetId !== undefined) {
-      throw validationError({ number_set_id: 'Number Sets are not available yet; pass from_number instead' },
-        'Caller-ID selection from a Number Set is not available yet; pass from_number.');
-    }
     throw validationError({ [F]: 'is required (the caller ID, an E.164 number of your organization)' });
   }
   if (!isE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
@@ -108,14 +92,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   }
 
   const now = new Date();
-  const org = await db.one<OrgState>(
-    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
-            o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
-       FROM organizations o
-       LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
-      WHERE o.id = $1`,
-    [p.organizationId, req.from],
-  );
+  const org = await placementLimits(db, p.organizationId, req.from);
 
   // 3. Destination rules.
   for (const [field, n] of dialed) {
