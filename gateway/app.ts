@@ -17,11 +17,12 @@ import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
+import { smsRoutes } from './routes/sms.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes];
+export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes, smsRoutes];
 
 export interface GatewayOptions {
   config: Config;

@@ -48,6 +48,8 @@ export const ERROR_CODES = {
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
   subscription_limit_exceeded: { status: 409 },
+  // SMS: a texting registration is submitted while one is pending or approved (fields.status names it).
+  texting_registration_conflict: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -76,7 +78,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   call_id_not_verified: 'The caller ID is not verified for the account.',
   destination_blocked: 'The destination is an emergency or special-service number, which is never dialed.',
   dnc_suppressed: 'The destination is on a Do-Not-Call list.',
-  recipient_opted_out: 'The contact opted out of calls.',
+  recipient_opted_out: 'The contact opted out of calls (on POST /v1/sms/send: of SMS from your organization, by '
+    + 'replying STOP; fields.to_number).',
   no_consent: 'No calling consent is on file for the contact.',
   outside_call_window: 'Outside the permitted calling hours of the destination; retry later.',
   day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
@@ -100,6 +103,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
+  texting_registration_conflict: 'The texting registration is pending or approved (fields.status); only a rejected one '
+    + 'can be submitted again.',
 };
 
 export interface ApiErrorOptions {

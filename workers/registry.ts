@@ -10,7 +10,11 @@ import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
+import { smsReceipts } from './processors/sms-receipts.ts';
+import { smsSend } from './processors/sms-send.ts';
+import { textingVetting } from './processors/texting-vetting.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup];
+export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup,
+  smsSend, smsReceipts, textingVetting];
 export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];

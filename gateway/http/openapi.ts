@@ -38,6 +38,9 @@ const TAGS: Record<string, string> = {
   'Browser calling': 'Calls from a browser: bounded client tokens (a short-lived credential limited to chosen numbers and '
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
+  SMS: 'Text messages: send from a texting-registered number (A2P 10DLC registration, vetted), read sent and received '
+    + 'messages. Recipients opt out with STOP and back in with START. See docs/reference/sms.md.',
+  Sandbox: 'Simulations of the sandbox carrier (for example an inbound SMS reply).',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
 };
 
