@@ -5,7 +5,7 @@
 import type { Db, Tx } from '../db.ts';
 
 export async function lockRecipient(tx: Tx, organizationId: string, number: string): Promise<void> {
-  await tx.none('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`sms-recipient:${organizationId}:${number}`]);
+  await tx.any('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`sms-recipient:${organizationId}:${number}`]);
 }
 
 export async function isOptedOut(q: Db | Tx, organizationId: string, number: string): Promise<boolean> {

@@ -95,7 +95,7 @@ export async function submitRegistration(db: Db, provider: TextingRegistrationPr
   input: RegistrationInput, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
   const { row } = await db.tx('texting-registration-submit', async (tx) => {
     // Serializes submissions of one organization (two racing first submissions both see no row).
-    await tx.none('SELECT pg_advisory_xact_lock(hashtextextended($1, 17))', [`texting-registration:${organizationId}`]);
+    await tx.any('SELECT pg_advisory_xact_lock(hashtextextended($1, 17))', [`texting-registration:${organizationId}`]);
     const current = await tx.oneOrNone<RegistrationRow>(
       'SELECT * FROM texting_registrations WHERE organization_id = $1 FOR UPDATE', [organizationId]);
     const previous: RegistrationStatus = current?.status ?? 'none';
