@@ -1,6 +1,6 @@
 // The texting registration: every state and move, its event on each change, the numbers' texting_status, and
 // every texting_not_ready reason of POST /v1/sms/send.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { eventually, type TestEnv } from '../helpers/env.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { BRAND, CAMPAIGN, registrationStatus, smsEnv, submitRegistration, subscribe, waitRegistration, type Org } from './helpers.ts';
@@ -17,7 +17,7 @@ async function sendFrom(e: TestEnv, org: Org, from: string) {
   return e.request('POST', '/v1/sms/send', { key: org.api_key, body: { from_number: from, to_number: '+12125550187', body: 'Hi. Reply STOP to opt out.' } });
 }
 
-function notReady(t: Tap.Test, r: { status: number; body: any }, reason: string, registrationStatus: string) {
+function notReady(t: Test, r: { status: number; body: any }, reason: string, registrationStatus: string) {
   t.equal(r.status, 403, `403 for ${reason}`);
   t.equal(r.body.error.code, 'texting_not_ready');
   t.same(r.body.error.fields, { reason, registration_status: registrationStatus });
