@@ -67,6 +67,10 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
 /** sent -> delivered | undelivered, once; a receipt for a message in any other state is ignored. */
 export async function applyReceipt(db: Db, r: SmsReceipt): Promise<boolean> {
   const applied = await db.tx('sms-receipt', async (tx) => {
+    // The receipt can come before the hand-over's transaction committed: FOR UPDATE waits for it, and a message
+    // still queued (the hand-over rolled back and will be repeated) makes the job retry later.
+    const cur = await tx.oneOrNone<{ status: string }>('SELECT status FROM sms_messages WHERE id = $1 FOR UPDATE', [r.messageId]);
+    if (cur?.status === 'queued') throw new Error(`message ${r.messageId} is not handed over yet; the receipt is retried`);
     const row = await tx.oneOrNone<MessageRow>(
       `UPDATE sms_messages SET status = $2, error_message = $3, delivered_at = CASE WHEN $2 = 'delivered' THEN $4::timestamptz END,
               updated_at = now()
