@@ -12,9 +12,10 @@ import { numberProvisioningSweeper } from './services/number-provisioning-sweepe
 import { outboxRelay } from './services/outbox-relay.ts';
 import { smsReceipts } from './processors/sms-receipts.ts';
 import { smsSend } from './processors/sms-send.ts';
+import { smsSendSweeper } from './services/sms-send-sweeper.ts';
 import { textingVetting } from './processors/texting-vetting.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
 export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup,
   smsSend, smsReceipts, textingVetting];
-export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention];
+export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention, smsSendSweeper];

@@ -54,3 +54,5 @@ CREATE TABLE sms_messages (
 );
 CREATE INDEX sms_messages_org ON sms_messages (organization_id, id);
 CREATE INDEX sms_messages_org_remote ON sms_messages (organization_id, remote_number, id);
+-- The workers' sweep looks for queued messages whose send job was lost.
+CREATE INDEX sms_messages_queued ON sms_messages (created_at) WHERE status = 'queued';

@@ -104,6 +104,15 @@ export async function enqueueSend(q: Queue<SendJob>, messageIds: string[]): Prom
   })));
 }
 
+/** Outbound messages still queued after `olderThanMs`: candidates for re-enqueueing (a job that exists already is
+ *  left alone, since the job id is the message id). */
+export async function staleQueued(db: Db, olderThanMs: number, limit = 1000): Promise<string[]> {
+  const rows = await db.any<{ id: string }>(
+    `SELECT id FROM sms_messages WHERE status = 'queued' AND created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT $2`,
+    [olderThanMs / 1000, limit]);
+  return rows.map((r) => r.id);
+}
+
 // ---- accepting a send -----------------------------------------------------------------------------------------
 
 export interface SendInput { from_number: string; to_number: string; body: string }

@@ -2,6 +2,7 @@
 // spend cap, reading and filtering, credential bounds and ceilings, scopes and tenant isolation.
 import t from 'tap';
 import { setLimits } from '../../shared/calls/limits.ts';
+import { insertOutbound } from '../../shared/sms/messages.ts';
 import { eventually } from '../helpers/env.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { deliveries, getMessage, send, smsEnv, subscribe, textingOrg, waitMessage } from './helpers.ts';
@@ -184,4 +185,13 @@ t.test('list and read: filters, cursor, tenant isolation and scopes', async (t) 
     t.equal(r.body.error.code, 'scope_missing');
     t.equal((await env.request('GET', path, { key: ro.apiKey })).status, 200);
   }
+});
+
+t.test('a message whose send job was lost is re-enqueued by the workers\' sweep and delivered', async (t) => {
+  // As if the gateway died between the commit and the enqueue: the row exists, no job does.
+  const row = await insertOutbound(env.db, { organizationId: org.organization_id, local: org.from, remote: '+12125550177',
+    body: 'Lost and found. Reply STOP to opt out.', encoding: 'GSM-7', segments: 1 });
+  await env.db.none(`UPDATE sms_messages SET created_at = now() - interval '2 minutes' WHERE id = $1`, [row.id]);
+  const m = await waitMessage(env, org, row.id, ['delivered'], 90_000);
+  t.equal(m.status, 'delivered');
 });
