@@ -64,7 +64,8 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
   return result;
 }
 
-/** sent -> delivered | undelivered, once; a receipt for a message in any other state is ignored. */
+/** sent -> delivered | undelivered, once; a receipt for a message in any other state is ignored. delivered_at is
+ *  the carrier's time, never before sent_at (our stamp of the hand-over, taken after the carrier accepted). */
 export async function applyReceipt(db: Db, r: SmsReceipt): Promise<boolean> {
   const applied = await db.tx('sms-receipt', async (tx) => {
     // The receipt can come before the hand-over's transaction committed: FOR UPDATE waits for it, and a message
@@ -72,7 +73,7 @@ export async function applyReceipt(db: Db, r: SmsReceipt): Promise<boolean> {
     const cur = await tx.oneOrNone<{ status: string }>('SELECT status FROM sms_messages WHERE id = $1 FOR UPDATE', [r.messageId]);
     if (cur?.status === 'queued') throw new Error(`message ${r.messageId} is not handed over yet; the receipt is retried`);
     const row = await tx.oneOrNone<MessageRow>(
-      `UPDATE sms_messages SET status = $2, error_message = $3, delivered_at = CASE WHEN $2 = 'delivered' THEN $4::timestamptz END,
+      `UPDATE sms_messages SET status = $2, error_message = $3, delivered_at = CASE WHEN $2 = 'delivered' THEN GREATEST($4::timestamptz, sent_at) END,
               updated_at = now()
         WHERE id = $1 AND status = 'sent' RETURNING *`, [r.messageId, r.status, r.error, r.at]);
     if (!row) return false;
