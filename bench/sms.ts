@@ -3,10 +3,13 @@
 // Runs the real processes (gateway/main.ts and workers/main.ts) against a database and Redis prefix of its own, with
 // the sandbox SMS carrier (SANDBOX_TIME_SCALE, default 0.01: delivery receipts after 20 ms) and an organization with
 // an approved texting registration (vetted by the sandbox through the API), BENCH_NUMBERS numbers (default 50), a
-// raised spend cap, and a key whose request rate limit is raised. Two phases:
+// raised spend cap, and a key whose request rate limit is raised. Phases:
+//   0. gateway alone: the same wrk run as phase 1 with the workers stopped (accepted and queued only).
 //   1. accept:  wrk (BENCH_THREADS x BENCH_CONNECTIONS, BENCH_SECONDS) POSTing /v1/sms/send, rotating the sender
 //               over the numbers and the recipient over 10,000 numbers, while the workers send: accepted messages
 //               per second (rows inserted / seconds; every 202 is a row) and the request's latency.
+//   baseline:   the same wrk run on GET /v1/sms/messages?limit=1 (one query): the ratio accept/read says what a
+//               send costs relative to the gateway's floor on the machine as loaded at that moment.
 //   2. deliver: the backlog drains through the sms-send queue and the sandbox carrier: messages reaching delivered
 //               per second from the first hand-over to the last delivery receipt.
 // The per-number limit is SMS_NUMBER_RATE_PER_SECOND (BENCH_NUMBER_RATE, default 1000 here, so the bench measures
@@ -144,18 +147,40 @@ async function main(): Promise<void> {
     const before = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n;
     const t0 = new Date();
 
-    // 1. Accept while the workers send.
     const lua = join(dir, 'send.lua');
     writeFileSync(lua, wrkScript(apiKey, org.phone_numbers));
-    const r = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', lua, base], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`);
-    const out = r.stdout;
-    const accepted = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n - before;
+    const wrk = () => {
+      const r = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', lua, base], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`);
+      return r.stdout;
+    };
+    // 0. The gateway alone (workers stopped: messages are accepted and queued, nothing is sent).
+    const workers0 = children.pop()!;
+    workers0.kill('SIGTERM');
+    await new Promise((r) => workers0.once('exit', r));
+    wrk();
+    const aloneRate = ((await db.one('SELECT count(*)::int AS n FROM sms_messages')).n - before) / SECONDS;
+    console.log(`gateway alone: ${aloneRate.toFixed(0)} accepted/s`);
+    children.push(startProc('workers', env, join(dir, 'workers.log')));
+    await waitHttp(`http://127.0.0.1:${workersPort}/healthz`);
+    const before1 = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n;
+
+    // 1. Accept while the workers send (the backlog of phase 0 included).
+    const out = wrk();
+    const accepted = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n - before1;
     const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
     const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? '?';
     const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? '?';
     const acceptRate = accepted / SECONDS;
     console.log(`accepted: ${accepted} messages in ${SECONDS} s = ${acceptRate.toFixed(0)}/s (non-2xx ${non2xx}); latency p50 ${p50}, p99 ${p99}`);
+
+    // The same wrk run on a one-query authenticated read, right after: the gateway's floor on this machine now, so
+    // the accept rate can be read as a ratio when the machine is shared.
+    const readLua = join(dir, 'read.lua');
+    writeFileSync(readLua, `wrk.headers["authorization"] = "Bearer ${apiKey}"\n`);
+    const rr = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', readLua, `${base}/v1/sms/messages?limit=1`], { encoding: 'utf8' });
+    const readRate = Number(/Requests\/sec:\s+([\d.]+)/.exec(rr.stdout)?.[1] ?? NaN);
+    console.log(`baseline: GET /v1/sms/messages?limit=1 at ${readRate.toFixed(0)}/s; send/read = ${(acceptRate / readRate).toFixed(2)}`);
 
     // 2. Drain: delivered per second through the queue and the sandbox carrier.
     const until = Date.now() + DRAIN_SECONDS * 1000;
@@ -173,8 +198,11 @@ async function main(): Promise<void> {
     console.log(`charges written: ${charged}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 
     const figures: Figure[] = [
+      { name: 'accepted SMS/s (POST /v1/sms/send), gateway alone (workers stopped)', value: round(aloneRate, 0), unit: 'msg/s',
+        target: '>= 1,000/s', met: aloneRate >= 1000 },
       { name: 'accepted SMS/s (POST /v1/sms/send) with the workers sending on the same 2 cores', value: round(acceptRate, 0), unit: 'msg/s',
         target: '>= 1,000/s', met: acceptRate >= 1000 },
+      { name: 'accepted SMS/s ÷ one-query authenticated reads/s (GET /v1/sms/messages?limit=1, same run)', value: round(acceptRate / readRate), unit: 'ratio' },
       { name: 'send request latency p50', value: parseFloat(p50) * (p50.endsWith('us') ? 0.001 : p50.endsWith('ms') ? 1 : 1000), unit: 'ms' },
       { name: 'send request latency p99', value: parseFloat(p99) * (p99.endsWith('us') ? 0.001 : p99.endsWith('ms') ? 1 : 1000), unit: 'ms' },
       { name: `delivered SMS/s through the sms-send queue and the sandbox carrier (1 workers process, ${NUMBERS} numbers, per-number limit ${NUMBER_RATE}/s)`,
