@@ -3,7 +3,7 @@ import { PageQuery } from '../../shared/pagination.ts';
 import { receiveInbound, type InboundResult } from '../../shared/sms/inbound.ts';
 import { acceptSend, getMessage, listMessages, messageView, sendQueue, type MessageRow } from '../../shared/sms/messages.ts';
 import {
-  CAMPAIGN_USE_CASES, findRegistration, numbersTextingStatus, registrationView, submitRegistration, type RegistrationRow,
+  CAMPAIGN_USE_CASES, findRegistration, numbersTextingStatus, registrationView, submitRegistration, type Submitted,
 } from '../../shared/sms/registration.ts';
 import { registrationProvider } from '../../shared/sms/sandbox-registration.ts';
 import { MAX_SEGMENTS } from '../../shared/sms/segments.ts';
@@ -87,9 +87,8 @@ const REGISTRATION_EXAMPLE = {
   numbers: [{ phone_number: '+14155550123', texting_status: 'pending' }],
 };
 
-async function registrationReply(deps: GatewayDeps, orgId: string, row?: RegistrationRow | null) {
-  const r = row === undefined ? await findRegistration(deps.db, orgId) : row;
-  return registrationView(r, await numbersTextingStatus(deps.db, orgId));
+async function registrationReply(deps: GatewayDeps, orgId: string) {
+  return registrationView(await findRegistration(deps.db, orgId), await numbersTextingStatus(deps.db, orgId));
 }
 
 const inboundView = (r: InboundResult) =>
@@ -179,10 +178,9 @@ export const smsRoutes: Plugin = (routes) => {
     response: { status: 202, description: 'Submitted: the registration, pending.', schema: Type.Object({ data: Registration }) },
     errors: ['texting_registration_conflict', 'idempotency_conflict'],
     handler: async (ctx) => {
-      const { deps, principal } = ctx;
-      const row = await submitRegistration(deps.db, registrationProvider(deps.redis, deps.config), principal.organizationId, ctx.body,
-        ctx.idempotent((r: RegistrationRow) => ({ status: 202, body: { data: registrationView(r, []) } })));
-      return { status: 202, body: { data: await registrationReply(deps, principal.organizationId, row) } };
+      const reply = (r: Submitted): Reply => ({ status: 202, body: { data: registrationView(r.row, r.numbers) } });
+      return reply(await submitRegistration(ctx.deps.db, registrationProvider(ctx.deps.redis, ctx.deps.config), ctx.principal.organizationId,
+        ctx.body, ctx.idempotent(reply)));
     },
   });
 

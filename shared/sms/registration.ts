@@ -91,9 +91,11 @@ export interface TextingRegistrationProvider {
 }
 
 /** none/rejected -> pending, then hands the submission to the provider. `within` commits with the change. */
+export interface Submitted { row: RegistrationRow; numbers: NumberTextingStatus[] }
+
 export async function submitRegistration(db: Db, provider: TextingRegistrationProvider, organizationId: string,
-  input: RegistrationInput, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
-  const { row } = await db.tx('texting-registration-submit', async (tx) => {
+  input: RegistrationInput, within?: WithinTx<Submitted>): Promise<Submitted> {
+  const submitted = await db.tx('texting-registration-submit', async (tx): Promise<Submitted> => {
     // Serializes submissions of one organization (two racing first submissions both see no row).
     await tx.any('SELECT pg_advisory_xact_lock(hashtextextended($1, 17))', [`texting-registration:${organizationId}`]);
     const current = await tx.oneOrNone<RegistrationRow>(
@@ -114,13 +116,15 @@ export async function submitRegistration(db: Db, provider: TextingRegistrationPr
       [current?.id ?? uuidv7(), organizationId, input.brand, input.campaign, provider.name]);
     await setNumbersStatus(tx, organizationId, 'pending');
     await recordEvent(tx, { organizationId, eventType: REGISTRATION_EVENT, data: registrationEventData(row, previous) });
-    if (within) await within(tx, row);
-    return { row };
+    const out = { row, numbers: await numbersTextingStatus(tx, organizationId) };
+    if (within) await within(tx, out);
+    return out;
   });
   wakeRelay(db);
+  const { row } = submitted;
   const { providerRef } = await provider.submit(row);
   await db.none('UPDATE texting_registrations SET provider_ref = $2 WHERE id = $1 AND status = \'pending\'', [row.id, providerRef]);
-  return { ...row, provider_ref: providerRef };
+  return { ...submitted, row: { ...row, provider_ref: providerRef } };
 }
 
 export type Verdict = { status: 'approved' } | { status: 'rejected'; reason: string };

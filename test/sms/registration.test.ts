@@ -113,7 +113,10 @@ t.test('with the workers: vetting approves or rejects, each with its event', asy
     const rejectedEv = await eventually(async () => events(o).find((e) => e.status === 'rejected'), 60_000);
     t.match(rejectedEv, { previous_status: 'pending', rejection_reason: 'brand_identity_unverified' });
 
-    const re = await submitRegistration(env, o);
+    const headers = { 'idempotency-key': `reg-${o.organization_id}` };
+    const re = await env.request('POST', '/v1/sms/registration', { key: o.api_key, body: { brand: BRAND, campaign: CAMPAIGN }, headers });
+    const replay = await env.request('POST', '/v1/sms/registration', { key: o.api_key, body: { brand: BRAND, campaign: CAMPAIGN }, headers });
+    t.same(replay.body, re.body, 'a repeated submission with the same Idempotency-Key replays the answer');
     t.equal(re.status, 202, 'a rejected registration can be submitted again');
     t.equal(re.body.data.id, r.id, 'same registration');
     t.equal(re.body.data.rejection_reason, null);

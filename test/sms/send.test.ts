@@ -195,3 +195,17 @@ t.test('a message whose send job was lost is re-enqueued by the workers\' sweep 
   const m = await waitMessage(env, org, row.id, ['delivered'], 90_000);
   t.equal(m.status, 'delivered');
 });
+
+t.test('Idempotency-Key: a repeated send answers the same message and sends once', async (t) => {
+  const headers = { 'idempotency-key': `sms-${Date.now()}` };
+  const body = { from_number: org.from, to_number: '+12125550178', body: 'Once only. Reply STOP to opt out.' };
+  const a = await env.request('POST', '/v1/sms/send', { key: org.api_key, body, headers });
+  const b = await env.request('POST', '/v1/sms/send', { key: org.api_key, body, headers });
+  t.equal(a.status, 202);
+  t.equal(b.status, 202);
+  t.equal(b.body.data.id, a.body.data.id, 'the same message');
+  t.equal((await env.db.one(`SELECT count(*)::int AS n FROM sms_messages WHERE remote_number = '+12125550178'`)).n, 1, 'one row');
+  const c = await env.request('POST', '/v1/sms/send', { key: org.api_key, body: { ...body, body: 'Different' }, headers });
+  t.equal(c.status, 409);
+  t.equal(c.body.error.code, 'idempotency_conflict');
+});
