@@ -104,7 +104,8 @@ export const smsRoutes: Plugin = (routes) => {
       + `The body may take at most ${MAX_SEGMENTS} segments (GSM-7: 160 characters single, 153 per segment; UCS-2: 70 / 67). `
       + 'Refused with 403 texting_not_ready when the texting registration is missing, pending or rejected or from_number '
       + 'cannot send (fields.reason, fields.registration_status), 403 recipient_opted_out when the recipient replied STOP, '
-      + '403 forbidden when a number is outside the credential\'s bounds. Each segment is charged when the message is handed '
+      + '403 forbidden when a number is outside the credential\'s bounds, 403 destination_blocked when a demo key texts a '
+      + 'number outside the sandbox\'s 555 numbers. Each segment is charged when the message is handed '
       + 'to the carrier (daily spend cap). Events: sms_sent, then sms_delivered or sms_failed.',
     examples: {
       request: { from_number: '+14155550123', to_number: '+12125550187', body: MESSAGE_EXAMPLE.body },
@@ -116,7 +117,7 @@ export const smsRoutes: Plugin = (routes) => {
       body: Type.String({ minLength: 1, maxLength: 1600, description: `The text, at most ${MAX_SEGMENTS} segments.` }),
     }, { additionalProperties: false }),
     response: { status: 202, description: 'Accepted: the message, queued.', schema: Type.Object({ data: Message }) },
-    errors: ['forbidden', 'texting_not_ready', 'recipient_opted_out', 'idempotency_conflict'],
+    errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'recipient_opted_out', 'idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (m: MessageRow): Reply => ({ status: 202, body: { data: messageView(m) } });
       return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal, ctx.body,

@@ -1,7 +1,8 @@
 // SMS message records and accepting a send (POST /v1/sms/send). Accepting checks, in this order, and writes
 // nothing when one refuses:
 //   1 validation        E.164 numbers, a body of at most MAX_SEGMENTS segments (400 validation_error)
-//   2 credential bounds 403 forbidden (shared/tokens/bounds.ts, as on the call paths)
+//   2 credential bounds 403 forbidden (shared/tokens/bounds.ts, as on the call paths); a demo key texting outside
+//                       the sandbox's 555 numbers: 403 destination_blocked
 //   3 registration      403 texting_not_ready: a2p_registration_required | _pending | _rejected
 //   4 sender            403 texting_not_ready no_sender: from_number is not an active, registered number of the
 //                       organization
@@ -15,6 +16,7 @@ import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
+import { isDemoDestination } from '../calls/destinations.ts';
 import { isE164 } from '../phone/e164.ts';
 import { assertWithinBounds } from '../tokens/bounds.ts';
 import type { RegistrationStatus } from './registration.ts';
@@ -151,6 +153,11 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
   if (Object.keys(bad).length) throw validationError(bad);
   const measured = measureBody(req.body);
   assertWithinBounds(p, ['from_number', req.from_number], [['to_number', req.to_number]]);
+  // Demo keys reach only the sandbox's 555 numbers, as on the call paths.
+  if (p.isDemo && !isDemoDestination(req.to_number)) {
+    throw new ApiError('destination_blocked', 'to_number is not on the demo allowlist (demo keys may only text the sandbox\'s 555 numbers).',
+      { fields: { to_number: 'is not on the demo allowlist' }, resolutionHint: 'Use a sandbox number such as +14155550100, or a production key.' });
+  }
 
   const s = await db.one<SendState>(
     `SELECT r.status AS registration_status, n.status AS phone_status, n.texting_status,

@@ -209,3 +209,12 @@ t.test('Idempotency-Key: a repeated send answers the same message and sends once
   t.equal(c.status, 409);
   t.equal(c.body.error.code, 'idempotency_conflict');
 });
+
+t.test('a demo key texts only the sandbox\'s 555 numbers', async (t) => {
+  const demo = await env.createKey({ organizationId: org.organization_id, userId: null, scopes: ['sms:write'], isDemo: true });
+  const out = await send(env, org, '+12127250187', 'x', demo.apiKey);
+  t.equal(out.status, 403);
+  t.equal(out.body.error.code, 'destination_blocked');
+  t.match(out.body.error.fields, { to_number: String });
+  t.equal((await send(env, org, '+12125550187', 'Demo. Reply STOP to opt out.', demo.apiKey)).status, 202);
+});
