@@ -39,7 +39,7 @@ const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const NUMBERS = Number(process.env.BENCH_NUMBERS ?? 50);
 const NUMBER_RATE = process.env.BENCH_NUMBER_RATE ?? '1000';
-const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 90);
+const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 40);
 const SCALE = process.env.SANDBOX_TIME_SCALE ?? '0.01';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
