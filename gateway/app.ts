@@ -23,6 +23,7 @@ import { callerIdRoutes } from './routes/caller-ids.ts';
 import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 import { numberHealthRoutes } from './routes/number-health.ts';
+import { smsRoutes } from './routes/sms.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
 import { contactRoutes } from './routes/contacts.ts';
@@ -44,6 +45,7 @@ export const AREAS: Plugin[] = [
   callerTrustEnterpriseRoutes,
   callerTrustBrandRoutes,
   callerTrustReputationRoutes,
+  smsRoutes,
   contactRoutes,
   usageRoutes,
   numberHealthRoutes,

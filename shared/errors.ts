@@ -73,6 +73,8 @@ export const ERROR_CODES = {
   user_required: { status: 403 },
   state_conflict: { status: 409 },
   call_not_terminal: { status: 400 },
+  // SMS: a texting registration is submitted while one is pending or approved (fields.status names it).
+  texting_registration_conflict: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -101,7 +103,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   call_id_not_verified: 'The caller ID is not verified for the account.',
   destination_blocked: 'The destination is an emergency or special-service number, which is never dialed.',
   dnc_suppressed: 'The destination is on a Do-Not-Call list.',
-  recipient_opted_out: 'The contact opted out of calls.',
+  recipient_opted_out: 'The contact opted out of calls (on POST /v1/sms/send: of SMS from your organization, by '
+    + 'replying STOP; fields.to_number).',
   no_consent: 'No calling consent is on file for the contact.',
   outside_call_window: 'Outside the permitted calling hours of the destination; retry later.',
   day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
@@ -152,6 +155,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'key); use a key created for a user.',
   state_conflict: 'The resource\'s current status does not allow this change (the message names the status).',
   call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
+  texting_registration_conflict: 'The texting registration is pending or approved (fields.status); only a rejected one '
+    + 'can be submitted again.',
 };
 
 export interface ApiErrorOptions {

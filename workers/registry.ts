@@ -14,6 +14,10 @@ import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
+import { smsReceipts } from './processors/sms-receipts.ts';
+import { smsSend } from './processors/sms-send.ts';
+import { smsSendSweeper } from './services/sms-send-sweeper.ts';
+import { textingVetting } from './processors/texting-vetting.ts';
 import { enterpriseVetting } from './processors/enterprise-vetting.ts';
 import { brandReview } from './processors/brand-review.ts';
 import { callerTrustSweeper } from './services/caller-trust-sweeper.ts';
@@ -30,6 +34,9 @@ export const PROCESSORS: Processor<any>[] = [
   cnamRegistration,
   enterpriseVetting,
   brandReview,
+  smsSend,
+  smsReceipts,
+  textingVetting,
   reputationRefresh,
   reputationRemediation,
 ];
@@ -39,5 +46,6 @@ export const SERVICES: Service[] = [
   callsReconciler,
   eventsRetention,
   callerTrustSweeper,
+  smsSendSweeper,
   reputationRefreshSchedule,
 ];

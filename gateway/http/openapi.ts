@@ -48,7 +48,9 @@ const TAGS: Record<string, string> = {
   'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
     + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
   Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers, and '
-    + 'simulated inbound calls from a tester\'s phone.',
+    + 'simulated inbound calls from a tester\'s phone and inbound SMS replies.',
+  SMS: 'Text messages: send from a texting-registered number (A2P 10DLC registration, vetted), read sent and received '
+    + 'messages. Recipients opt out with STOP and back in with START. See docs/reference/sms.md.',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '

@@ -22,6 +22,7 @@ import { assertCallAllowed } from '../compliance/guard.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
+import { assertWithinBounds } from '../tokens/bounds.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
 import { effectiveMaxCallMinutes, placementLimits, spendDay } from './limits.ts';
 import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
@@ -78,18 +79,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const dialed: [string, string][] = [[T, req.to], ...(req.type === 'bridge' ? [['connect_number', req.connect!] as [string, string]] : [])];
 
   // 2. Key ceiling.
-  if (p.allowedFrom.length && !p.allowedFrom.includes(req.from)) {
-    throw new ApiError('forbidden', `${F} is outside the caller IDs this credential may use.`,
-      { fields: { [F]: 'is not in the credential\'s allowed caller IDs' } });
-  }
-  if (p.allowedTo.length) {
-    for (const [field, n] of dialed) {
-      if (!p.allowedTo.includes(n)) {
-        throw new ApiError('forbidden', `${field} is outside the destinations this credential may call.`,
-          { fields: { [field]: 'is not in the credential\'s allowed destinations' } });
-      }
-    }
-  }
+  assertWithinBounds(p, [F, req.from], dialed);
 
   const now = new Date();
   const org = await placementLimits(db, p.organizationId, req.from);
