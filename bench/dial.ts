@@ -16,26 +16,24 @@
 //                  state per second (whole drain from the workers' start, and the steady rate between 10 % and
 //                  90 % of the calls ended), so what N workers processes add is measured on the same machine.
 // Targets: >= 1,000 accepted dials/s; calls progressed end to end per second (printed, see docs/benchmarks.md).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { setLimits } from '../shared/calls/limits.ts';
 import { loadConfig } from '../shared/config.ts';
-import { createDb, dropDatabase } from '../shared/db.ts';
+import { createDb } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
 import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
+import { dropBenchData, freePort, post, runWrk as runWrkWith, startProc, waitHttp } from './harness.ts';
 import { round, writeResult, type Figure } from './report.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -53,70 +51,7 @@ const pct = (xs: number[], p: number) => {
 };
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-function startProc(proc: 'gateway' | 'workers', env: Record<string, string>, logFile: string): ChildProcess {
-  const fd = openSync(logFile, 'a');
-  // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each process there (on SIGTERM).
-  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  return child;
-}
-
-async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const req = request(url, { agent: false }, (res) => { res.resume(); resolve(res.statusCode === 200); });
-      req.on('error', () => resolve(false));
-      req.end();
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`${url} not ready in ${timeoutMs} ms`);
-    await sleep(200);
-  }
-}
-
-function post(agent: Agent, base: string, path: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(base + path, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-interface Wrk { rps: number; requests: number; non2xx: number; p50: string; p99: string; socketErrors: string | null }
-
-function runWrk(url: string, luaFile: string): Wrk {
-  const r = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', luaFile, url], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`);
-  const out = r.stdout;
-  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
-  return {
-    rps: num(/Requests\/sec:\s+([\d.]+)/),
-    requests: num(/(\d+) requests in/),
-    non2xx: num(/Non-2xx or 3xx responses:\s+(\d+)/),
-    p50: /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? '?',
-    p99: /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? '?',
-    socketErrors: /Socket errors:[^\n]*/.exec(out)?.[0] ?? null,
-  };
-}
+const runWrk = (url: string, luaFile: string) => runWrkWith(url, luaFile, { threads: THREADS, connections: CONNECTIONS, seconds: SECONDS });
 
 async function main(): Promise<void> {
   if (spawnSync('sh', ['-c', 'command -v wrk']).status !== 0) throw new Error('wrk is not installed (apt-get install -y wrk)');
@@ -328,16 +263,7 @@ async function main(): Promise<void> {
     for (const c of children) if (c.exitCode === null) c.kill(process.env.BENCH_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
     if (process.env.BENCH_CPU_PROF) await sleep(3000);
     await rx.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${env.REDIS_PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
-    redis.disconnect();
-    await db.$pool.end();
-    await sleep(200);
-    await dropDatabase(config.databaseUrl);
+    await dropBenchData(redis, db, config.databaseUrl, env.REDIS_PREFIX);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -31,8 +31,8 @@ export interface BenchResult {
 
 export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'results');
 
-/** Writes bench/results/<name>.json (or into dir) atomically and returns its path. Prints nothing. */
-export function writeResult(name: string, figures: Figure[], opts: { note?: string; dir?: string } = {}): string {
+/** Writes bench/results/<name>.json (or <file>.json, or into dir) atomically and returns its path. Prints nothing. */
+export function writeResult(name: string, figures: Figure[], opts: { note?: string; dir?: string; file?: string } = {}): string {
   const result: BenchResult = {
     benchmark: name,
     measured_at: new Date().toISOString(),
@@ -43,7 +43,7 @@ export function writeResult(name: string, figures: Figure[], opts: { note?: stri
   };
   const dir = opts.dir ?? RESULTS_DIR;
   mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.json`);
+  const path = join(dir, `${opts.file ?? name}.json`);
   writeFileSync(`${path}.tmp`, JSON.stringify(result, null, 2) + '\n');
   renameSync(`${path}.tmp`, path);
   return path;

@@ -1,3 +1,4 @@
+import { CallRuntime } from '../shared/calls/runtime.ts';
 import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
 import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
@@ -16,13 +17,42 @@ import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
+import { callerTrustReputationRoutes } from './routes/caller-trust-reputation.ts';
 import { clientTokenRoutes } from './routes/client-tokens.ts';
+import { callerIdRoutes } from './routes/caller-ids.ts';
+import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
+import { sandboxRoutes } from './routes/sandbox.ts';
+import { numberHealthRoutes } from './routes/number-health.ts';
+import { smsRoutes } from './routes/sms.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
 import { optimizeRoutes, registerOptimizePublic } from './routes/optimize.ts';
+import { contactRoutes } from './routes/contacts.ts';
+import { usageRoutes } from './routes/usage.ts';
+import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
+import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
 
-/** Every API area, in the order its routes appear in the OpenAPI document. */
-export const AREAS: Plugin[] = [accountRoutes, phoneNumberRoutes, agentRoutes, phoneNumberLifecycleRoutes, webhookRoutes, callRoutes, clientTokenRoutes, optimizeRoutes];
+/** Every API area, in the order its routes appear in the OpenAPI document (one per line: branches merge cleanly). */
+export const AREAS: Plugin[] = [
+  accountRoutes,
+  phoneNumberRoutes,
+  phoneNumberCnamRoutes,
+  phoneNumberLifecycleRoutes,
+  agentRoutes,
+  webhookRoutes,
+  callRoutes,
+  clientTokenRoutes,
+  callerIdRoutes,
+  callerTrustEnterpriseRoutes,
+  callerTrustBrandRoutes,
+  callerTrustReputationRoutes,
+  smsRoutes,
+  contactRoutes,
+  usageRoutes,
+  numberHealthRoutes,
+  optimizeRoutes,
+  sandboxRoutes,
+];
 
 export interface GatewayOptions {
   config: Config;
@@ -48,9 +78,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const redis = createRedis(config.redisUrl);
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;
-  const gateway = new HttpGateway({
-    config, db, redis, log, clock, key: keyer(config.redisPrefix), cursors: new Cursors(secret, clock),
-  });
+  const base = { config, db, redis, log, key: keyer(config.redisPrefix) };
+  const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway

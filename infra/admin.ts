@@ -2,6 +2,8 @@
 // nothing is created (every command writes in one transaction, after all arguments are checked).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { getPlan, setPlan } from '../shared/usage/plan.ts';
+import { decideVetting } from '../shared/caller-trust/enterprise/registrations.ts';
 import { getLimits, LIMIT_RANGES, setLimits, setNumberMaxCallMinutes, type LimitsPatch } from '../shared/calls/limits.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { revokeAndAnnounce } from '../shared/accounts/revocation.ts';
@@ -61,12 +63,36 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
     ],
   },
   {
+    name: 'org plan', synopsis: '--org <id> [--included-minutes <n>|none] [--active true|false]',
+    about: 'Show an organization\'s plan, or change it: billed voice minutes included per UTC month (none: no limit, the default) and whether its subscription is active (inactive: calls answer 402 no_active_subscription).',
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--included-minutes <n>|none', 'minutes per month, 0-100000000; at the limit calls answer 402 voice_usage_exhausted'],
+      ['--active true|false', 'subscription active (a new organization is active)'],
+    ],
+  },
+  {
     name: 'number limits', synopsis: '--org <id> --number <e164> --max-call-minutes <n>|default',
     about: 'Set one number\'s call-length limit, or go back to the organization\'s.',
     flags: [
       ['--org <id>', 'organization id (required)'],
       ['--number <e164>', 'a number the organization holds (required)'],
       ['--max-call-minutes <n>|default', 'minutes, or default (required)'],
+    ],
+  },
+  {
+    name: 'enterprise approve', synopsis: '--id <registration id>',
+    about: 'Approve a PENDING_VETTING enterprise registration by hand (fires enterprise.status.updated; the organization '
+      + 'gets own_brand_enterprise).',
+    flags: [['--id <id>', 'the enterprise registration id (required)']],
+  },
+  {
+    name: 'enterprise reject', synopsis: '--id <registration id> --reason <text> [--reason <text> ...]',
+    about: 'Reject a PENDING_VETTING enterprise registration by hand with the reasons the customer sees (fires '
+      + 'enterprise.status.updated; the customer fixes and re-signs with POST .../resign).',
+    flags: [
+      ['--id <id>', 'the enterprise registration id (required)'],
+      ['--reason <text>', 'a reason, "code: explanation" (required; repeat for several, at most 10)'],
     ],
   },
 ];
@@ -227,6 +253,24 @@ async function main(argv: string[]): Promise<unknown> {
       await db.$pool.end();
     }
   }
+  if (cmd === 'org' && sub === 'plan') {
+    const o = parse(rest, { org: { type: 'string' }, 'included-minutes': { type: 'string' }, active: { type: 'string' } });
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    const minutes = o['included-minutes'];
+    const includedMinutes = minutes === undefined ? undefined : minutes === 'none' ? null : count(minutes, '--included-minutes', 0, 100_000_000, 0);
+    if (o.active !== undefined && o.active !== 'true' && o.active !== 'false') throw new UsageError('--active must be true or false');
+    const active = o.active === undefined ? undefined : o.active === 'true';
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const plan = includedMinutes === undefined && active === undefined
+        ? await getPlan(db, String(o.org)) : await setPlan(db, String(o.org), { active, includedMinutes });
+      if (!plan) throw new UsageError(`no organization ${o.org}`);
+      return plan;
+    } finally {
+      await db.$pool.end();
+    }
+  }
   if (cmd === 'number' && sub === 'limits') {
     const o = parse(rest, { org: { type: 'string' }, number: { type: 'string' }, 'max-call-minutes': { type: 'string' } });
     if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
@@ -240,6 +284,32 @@ async function main(argv: string[]): Promise<unknown> {
       const row = await setNumberMaxCallMinutes(db, String(o.org), String(o.number), minutes);
       if (!row) throw new UsageError(`no number ${o.number} held by organization ${o.org}`);
       return row;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'enterprise' && (sub === 'approve' || sub === 'reject')) {
+    let o: { id?: string; reason?: string[] };
+    try {
+      o = parseArgs({ args: rest, options: { id: { type: 'string' }, reason: { type: 'string', multiple: true } }, strict: true,
+        allowPositionals: false }).values;
+    } catch (e) {
+      throw new UsageError((e as Error).message.split('\n')[0]);
+    }
+    if (!o.id || !isUuid(String(o.id))) throw new UsageError('--id <registration id> is required (a uuid)');
+    const reasons = (o.reason ?? []).map((r) => r.trim()).filter(Boolean);
+    if (sub === 'reject' && !reasons.length) throw new UsageError('--reason <text> is required (repeat it for several reasons)');
+    if (sub === 'approve' && reasons.length) throw new UsageError('--reason is only for reject');
+    if (reasons.length > 10 || reasons.some((r) => r.length > 500)) throw new UsageError('at most 10 reasons of at most 500 characters');
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const row = await decideVetting(db, String(o.id), null, { status: sub === 'approve' ? 'APPROVED' : 'REJECTED', reasons });
+      if (!row) {
+        const cur = await db.oneOrNone('SELECT status FROM enterprise_registrations WHERE id = $1 AND deleted_at IS NULL', [o.id]);
+        throw new UsageError(cur ? `registration ${o.id} is ${cur.status}; only a PENDING_VETTING one can be decided` : `no registration ${o.id}`);
+      }
+      return { id: row.id, organization_id: row.organization_id, status: row.status, reasons: row.rejection_reasons };
     } finally {
       await db.$pool.end();
     }

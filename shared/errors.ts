@@ -53,6 +53,33 @@ export const ERROR_CODES = {
   test_state_conflict: { status: 409 },
   property_exists: { status: 409 },
   visitor_not_assigned: { status: 422 },
+  // Caller IDs (shared/caller-ids): adding, and confirming the code of a verification call.
+  caller_id_exists: { status: 409 },
+  caller_id_limit_exceeded: { status: 409 },
+  caller_id_already_verified: { status: 409 },
+  verification_not_started: { status: 409 },
+  verification_code_incorrect: { status: 422 },
+  verification_code_expired: { status: 410 },
+  verification_locked: { status: 423 },
+  // CNAM: the number is released (409 naming its status).
+  cnam_number_released: { status: 409 },
+  // Contacts: the number already belongs to a live contact; a move the record's current status does not allow.
+  contact_exists: { status: 409 },
+  invalid_state: { status: 409 },
+  // Caller trust: a move the registration's or the DIR's current status does not allow (the message names it).
+  enterprise_status_conflict: { status: 409 },
+  enterprise_not_approved: { status: 409 },
+  brand_status_conflict: { status: 409 },
+  // Caller-trust reputation remediation (shared/caller-trust/reputation/remediation.ts).
+  own_brand_not_approved: { status: 409 },
+  number_not_flagged: { status: 409 },
+  remediation_in_progress: { status: 409 },
+  // Number Health: writes attributed to a user (Authentication rule 9), status moves, observations on live calls.
+  user_required: { status: 403 },
+  state_conflict: { status: 409 },
+  call_not_terminal: { status: 400 },
+  // SMS: a texting registration is submitted while one is pending or approved (fields.status names it).
+  texting_registration_conflict: { status: 409 },
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -81,7 +108,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   call_id_not_verified: 'The caller ID is not verified for the account.',
   destination_blocked: 'The destination is an emergency or special-service number, which is never dialed.',
   dnc_suppressed: 'The destination is on a Do-Not-Call list.',
-  recipient_opted_out: 'The contact opted out of calls.',
+  recipient_opted_out: 'The contact opted out of calls (on POST /v1/sms/send: of SMS from your organization, by '
+    + 'replying STOP; fields.to_number).',
   no_consent: 'No calling consent is on file for the contact.',
   outside_call_window: 'Outside the permitted calling hours of the destination; retry later.',
   day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
@@ -109,6 +137,35 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   property_exists: 'This domain is already registered as a property of the organization (fields.conflicts_with names it).',
   visitor_not_assigned: 'The visitor was never assigned a variant of this test (the tag records an assignment when it shows '
     + 'the test to an enrolled visitor); nothing was recorded.',
+  caller_id_exists: 'The number is already a caller ID of the organization (fields.conflicts_with names it) or one of its '
+    + 'own numbers.',
+  caller_id_limit_exceeded: 'The organization holds the most caller IDs it may (20); remove one first.',
+  caller_id_already_verified: 'The caller ID is already verified: there is nothing to verify or confirm.',
+  verification_not_started: 'No verification call has been placed for this caller ID yet; POST /v1/caller-ids/{id}/verify.',
+  verification_code_incorrect: 'The code is not the one the verification call spoke; the message says how many attempts are left.',
+  verification_code_expired: 'The code expired (codes are valid 10 minutes); place a new verification call.',
+  verification_locked: 'Too many wrong codes (5): the code is locked; place a new verification call.',
+  cnam_number_released: 'The number is released: its caller name can no longer be changed.',
+  contact_exists: 'Another live contact of the organization has this phone_number (fields.conflicts_with names it).',
+  invalid_state: 'The record\'s current status does not allow this change (fields.status names the current status).',
+  enterprise_status_conflict: 'The enterprise registration\'s current status (named in the message) does not allow this '
+    + 'move, e.g. editing a registration that is no longer a DRAFT or re-signing one that was not REJECTED.',
+  enterprise_not_approved: 'This needs an APPROVED enterprise registration; the message names the primary registration\'s '
+    + 'current status (or that there is none).',
+  brand_status_conflict: 'The Display Identity Record\'s current status (named in the message) does not allow this move, '
+    + 'e.g. changing or submitting it while it is under review.',
+  own_brand_not_approved: 'Own-brand remediation needs an APPROVED enterprise registration (account footprint '
+    + 'own_brand_enterprise); use kind umbrella until then.',
+  number_not_flagged: 'The number is not flagged (MEDIUM or HIGH) on any carrier in its cached evidence; only flagged '
+    + 'numbers can be remediated.',
+  remediation_in_progress: 'The number already has a remediation case that is open or in review (fields.phone_number '
+    + 'names it and its status).',
+  user_required: 'The operation is attributed to a user and the credential has no associated user (an organization-only API '
+    + 'key); use a key created for a user.',
+  state_conflict: 'The resource\'s current status does not allow this change (the message names the status).',
+  call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
+  texting_registration_conflict: 'The texting registration is pending or approved (fields.status); only a rejected one '
+    + 'can be submitted again.',
 };
 
 export interface ApiErrorOptions {

@@ -1,4 +1,18 @@
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { Db } from './db.ts';
+import type { Keyer } from './redis.ts';
+
+/** What every process opens once at start and hands to everything it runs. */
+export interface ProcessDeps {
+  config: Config;
+  db: Db;
+  /** In workers a BullMQ-compatible connection (maxRetriesPerRequest null). */
+  redis: Redis;
+  key: Keyer;
+  log: Logger;
+}
 
 /** Runs a long-lived process: logs one health line when ready, stops gracefully once on SIGTERM or SIGINT. */
 export async function runProcess(log: Logger, start: () => Promise<{ info: Record<string, unknown>; stop(): Promise<void> }>) {

@@ -1,5 +1,5 @@
 import uWS from 'uWebSockets.js';
-import { callRuntime } from '../shared/calls/runtime.ts';
+import { CallRuntime } from '../shared/calls/runtime.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
@@ -20,7 +20,7 @@ await runProcess(log, async () => {
   const db = createDb(config.databaseUrl, config.databasePoolMax ?? 10, 'openline-signaling');
   const redis = createRedis(config.redisUrl);
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
-  const rt = callRuntime({ config, db, redis, key: keyer(config.redisPrefix), log });
+  const rt = new CallRuntime({ config, db, redis, key: keyer(config.redisPrefix), log }, false);
   const instance = randomToken(12);
   const beat = () => redis.set(aliveKey(rt, instance), '1', 'PX', HEARTBEAT_TTL_MS);
   await beat();

@@ -44,10 +44,17 @@ interface Session {
 
 export interface SoftphoneStats { sockets: number; redeemed: number; refused: Map<string, number> }
 
+/** How long and how many unclaimed progress messages are kept (see Softphone.unclaimed). */
+const UNCLAIMED_MS = 10_000;
+const UNCLAIMED_MAX = 20_000;
+
 export class Softphone {
   private readonly sessions = new Map<uWS.WebSocket<object>, Session>();
   private readonly byCall = new Map<string, Session>();
   private subscriber: Redis | null = null;
+  /** Progress of calls no socket of ours holds, kept a few seconds: a redemption finds what was published between
+   *  its commit and its subscription (byCall) here, without reading the call back. */
+  private readonly unclaimed = new Map<string, { p: CallProgress; at: number }>();
   readonly legs: LegAccounts;
   readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
 
@@ -270,8 +277,16 @@ export class Softphone {
     }
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
-    const now = await loadCall(db, call.id);
-    if (now) this.push(s, progressOf(now));
+    // Path A: before redemption nothing moves the call without also ending it (which the redemption refuses), so
+    // all it can have missed is progress published since its commit, kept in `unclaimed`. Path B's carrier leg
+    // was placed at issue and moves on its own: its state is read back.
+    if (t.kind === 'webrtc') {
+      const missed = this.unclaimed.get(call.id);
+      if (missed) { this.unclaimed.delete(call.id); this.push(s, missed.p); }
+    } else {
+      const now = await loadCall(db, call.id);
+      if (now) this.push(s, progressOf(now));
+    }
     this.attachFarEnd(s);
   }
 
@@ -280,12 +295,23 @@ export class Softphone {
     try { p = JSON.parse(msg); } catch { return; }
     const s = this.byCall.get(p.call_id);
     if (s) this.push(s, p);
+    else this.keepUnclaimed(p);
     // Leg accounting of the carrier leg (the reconciler repairs anything missed).
     if (p.status === 'RINGING' || p.status === 'ANSWERED') {
       if (s) this.legs.up(p.organization_id, p.call_id, 'destination').catch(() => undefined);
     } else if (isTerminal(p.status)) {
       this.legs.down(p.organization_id, p.call_id).catch(() => undefined);
     }
+  }
+
+  private keepUnclaimed(p: CallProgress) {
+    const now = Date.now();
+    if (this.unclaimed.size >= UNCLAIMED_MAX) {
+      for (const [id, u] of this.unclaimed) if (now - u.at > UNCLAIMED_MS) this.unclaimed.delete(id);
+      if (this.unclaimed.size >= UNCLAIMED_MAX) this.unclaimed.clear();
+    }
+    const kept = this.unclaimed.get(p.call_id);
+    if (!kept || rank(p.status) >= rank(kept.p.status)) this.unclaimed.set(p.call_id, { p, at: now });
   }
 
   /** Sends the frames a progress message calls for, never backwards and never twice. */

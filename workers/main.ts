@@ -5,6 +5,8 @@ import { startHealthServer } from '../shared/health-server.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
+import { CallRuntime } from '../shared/calls/runtime.ts';
+import { deliveryContext } from '../shared/webhooks/deliver.ts';
 import type { WorkerDeps } from './processor.ts';
 import { PROCESSORS, SERVICES } from './registry.ts';
 
@@ -14,11 +16,13 @@ await runProcess(log, async () => {
   const db = createDb(config.databaseUrl, config.databasePoolMax ?? 20, 'openline-workers');
   const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: null });
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
-  const deps: WorkerDeps = { config, db, redis, key: keyer(config.redisPrefix), log };
+  const base = { config, db, redis, key: keyer(config.redisPrefix), log };
+  const deps: WorkerDeps = { ...base, calls: new CallRuntime(base, true), webhooks: deliveryContext(db, config) };
   const workers = PROCESSORS.map((p) => {
     const w = new Worker(p.queue, (job, token) => p.process(job, deps, token), {
       ...p.workerOptions,
-      connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix, concurrency: p.concurrency,
+      connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix,
+      concurrency: typeof p.concurrency === 'function' ? p.concurrency(config) : p.concurrency,
     });
     w.on('failed', (job, err) => log.warn({ queue: p.queue, job: job?.id, err: err.message }, 'job failed'));
     return w;

@@ -1,25 +1,24 @@
 import type { Job, WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
+import type { CallRuntime } from '../shared/calls/runtime.ts';
 import type { Config } from '../shared/config.ts';
-import type { Db } from '../shared/db.ts';
-import type { Keyer } from '../shared/redis.ts';
+import type { ProcessDeps } from '../shared/process.ts';
+import type { DeliveryContext } from '../shared/webhooks/deliver.ts';
 
-export interface WorkerDeps {
-  config: Config;
-  db: Db;
-  /** Connection for commands (BullMQ-compatible: maxRetriesPerRequest null). */
-  redis: Redis;
-  key: Keyer;
-  log: Logger;
+/** What every processor and service of the workers process is given; built once in workers/main.ts. */
+export interface WorkerDeps extends ProcessDeps {
+  /** The process's call runtime, with the configured carrier. */
+  calls: CallRuntime;
+  /** Webhook delivery: the HTTP poster, attempt log and subscription cache. */
+  webhooks: DeliveryContext;
 }
 
 /** One queue's processor; each lives in its own file under workers/processors/ and is listed in registry.ts. */
 export interface Processor<D = unknown> {
   queue: string;
-  concurrency: number;
+  /** Jobs run at once per process: a number, or read from the configuration when the Worker is created. */
+  concurrency: number | ((config: Config) => number);
   /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner. */
-  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter'>;
   /** token: the job's lock token, for processors that move their job themselves (e.g. back to delayed). */
   process(job: Job<D>, deps: WorkerDeps, token?: string): Promise<unknown>;
 }

@@ -8,11 +8,48 @@ import { callsReconciler } from './services/calls-reconciler.ts';
 import { optimizeRollup } from './processors/optimize-rollup.ts';
 import { optimizeRollupScheduler } from './services/optimize-rollup-scheduler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
+import { cnamRegistration } from './processors/cnam-registration.ts';
+import { reputationRefresh } from './processors/reputation-refresh.ts';
+import { reputationRemediation } from './processors/reputation-remediation.ts';
+import { reputationRefreshSchedule } from './services/reputation-refresh-schedule.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
+import { smsReceipts } from './processors/sms-receipts.ts';
+import { smsSend } from './processors/sms-send.ts';
+import { smsSendSweeper } from './services/sms-send-sweeper.ts';
+import { textingVetting } from './processors/texting-vetting.ts';
+import { enterpriseVetting } from './processors/enterprise-vetting.ts';
+import { brandReview } from './processors/brand-review.ts';
+import { callerTrustSweeper } from './services/caller-trust-sweeper.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
-export const PROCESSORS: Processor<any>[] = [webhookDelivery, numberProvisioning, callsDial, carrierEvents, callTimers, callCommands, ticketCleanup, optimizeRollup];
-export const SERVICES: Service[] = [outboxRelay, numberProvisioningSweeper, callsReconciler, eventsRetention, optimizeRollupScheduler];
+export const PROCESSORS: Processor<any>[] = [
+  webhookDelivery,
+  numberProvisioning,
+  callsDial,
+  carrierEvents,
+  callTimers,
+  callCommands,
+  ticketCleanup,
+  cnamRegistration,
+  enterpriseVetting,
+  brandReview,
+  smsSend,
+  smsReceipts,
+  textingVetting,
+  reputationRefresh,
+  reputationRemediation,
+  optimizeRollup,
+];
+export const SERVICES: Service[] = [
+  outboxRelay,
+  numberProvisioningSweeper,
+  callsReconciler,
+  eventsRetention,
+  callerTrustSweeper,
+  smsSendSweeper,
+  reputationRefreshSchedule,
+  optimizeRollupScheduler,
+];

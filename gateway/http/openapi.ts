@@ -26,6 +26,8 @@ const TAGS: Record<string, string> = {
   'Phone Numbers': 'The organization\'s phone numbers and their lifecycle: list held numbers, search purchasable sandbox '
     + 'numbers, buy (PROVISIONING, then ACTIVE), read and release (RELEASED, kept as history). Purchases and releases '
     + 'fire number_purchased and number_released webhooks.',
+  'Caller IDs': 'External numbers the organization controls, usable as from_number once verified by a call that speaks '
+    + 'a code (POST /v1/caller-ids/{id}/verify, then /confirm). A pending one answers call_id_not_verified.',
   Optimize: 'Website A/B tests through one script tag: register the website (property), paste the snippet, create tests '
     + 'whose variants change the page with safe ops (never script), read honest results, ship the winner, and record '
     + 'conversions from your own systems. The tag (GET /v1/optimize/tag.js?k=) and its collector are public.',
@@ -41,7 +43,27 @@ const TAGS: Record<string, string> = {
   'Browser calling': 'Calls from a browser: bounded client tokens (a short-lived credential limited to chosen numbers and '
     + 'scopes), path A (a single-use ticket for the softphone WebSocket) and path B (a room token for a call the service '
     + 'places).',
+  'Enterprise Registration': 'The organization\'s legal business registration (EIN and a signed Letter of Authorization '
+    + 'covering its numbers): DRAFT, then PENDING_VETTING once signed and submitted, then APPROVED or REJECTED by vetting '
+    + '(enterprise.status.updated webhook). Branded Calling and own-brand remediation need an APPROVED one.',
+  'Branded Calling': 'The Display Identity Record: the name, call reason and logo shown on called phones; draft, submitted, '
+    + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
+  'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
+    + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
+  Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers, and '
+    + 'simulated inbound calls from a tester\'s phone and inbound SMS replies.',
+  SMS: 'Text messages: send from a texting-registered number (A2P 10DLC registration, vetted), read sent and received '
+    + 'messages. Recipients opt out with STOP and back in with START. See docs/reference/sms.md.',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
+  Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
+    + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '
+    + 'on every call path before anything is placed.',
+  Usage: 'Usage and spend per day and month (calls, billed minutes by path, SMS segments, paid reputation checks) and the '
+    + 'plan: the same rows the daily spend cap counts.',
+  Reputation: 'Caller-trust number reputation: the cached spam evidence of each number per carrier (ATT, TMOBILE, '
+    + 'VERIZON; null = unavailable), paid fresh checks under the daily spend cap, and remediation cases for flagged '
+    + 'numbers. The sandbox provider answers by the last digit (7 TMOBILE HIGH, 8 ATT MEDIUM and VERIZON HIGH, 9 VERIZON '
+    + 'unavailable, 0 unavailable everywhere).',
 };
 
 const GUIDE = `API of the openline platform: telephony (bridge, AI and browser calls), phone numbers, voice agents and

@@ -1,41 +1,31 @@
+// The gateway's transport (uWS: listen, read a request, write its answer) and its request pipeline (match, body,
+// authenticate, admit, scope, validate, idempotency, handler). Wire formats live in wire.ts, rate admission in
+// admission.ts.
 import uWS from 'uWebSockets.js';
 import type { Principal } from '../../shared/accounts/principal.ts';
 import { forgetAccount } from '../../shared/accounts/snapshot.ts';
-import { ApiError, validationError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/errors.ts';
 import type { Tx, WithinTx } from '../../shared/db.ts';
-import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/index.ts';
+import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
-import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/index.ts';
 import { AccessLog } from './access-log.ts';
+import { Admission } from './admission.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
 import { planFile, pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { publicBaseUrl } from './public-url.ts';
-import { assertCleanText, fieldMap } from './request-guards.ts';
+import { assertCleanText } from './request-guards.ts';
 import { Router } from './router.ts';
-import type { AnyRoute, Deprecation, GatewayDeps, Method, Plugin, Reply } from './types.ts';
+import type { AnyRoute, GatewayDeps, Method, Plugin, Reply } from './types.ts';
 import { compileValidator } from './validation.ts';
+import {
+  assertEmpty, deprecationHeaders, errorReply, parseBody, parseQuery, readBody, serialize, STATUS_LINE, writeHeaders,
+} from './wire.ts';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-// Requests without a usable credential are limited per client address, so a flood of bad keys cannot hammer
-// the key lookup.
-const ANONYMOUS_LIMIT = 600;
-// A busy key costs one Redis round trip per 1% of its limit instead of one per request; a replica can strand at
-// most that 1% of a window unused (see FixedWindowLimiter).
-const RATE_LEASE_SHARE = 0.01;
 /** Fault injection for the crash test only: `kill-after-commit` makes the gateway SIGKILL itself after a keyed
  *  request's handler succeeded (its effect committed) and before its response is stored. */
 const FAULT = process.env.GATEWAY_FAULT;
-
-const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized',
-  402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  416: 'Range Not Satisfiable', 422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway',
-  503: 'Service Unavailable',
-};
-const STATUS_LINE: Record<number, string> = Object.fromEntries(
-  Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]));
 
 interface Compiled {
   route: AnyRoute;
@@ -104,15 +94,11 @@ export class HttpGateway {
   readonly router = new Router();
   readonly metrics = new GatewayMetrics();
   private readonly accessLog: AccessLog;
-  /** Per-key request counters live under this prefix and the key id. */
-  private readonly keyLimitPrefix: string;
-  /** The counter key of each cached credential, built once (a new string per request would be hashed anew). */
-  private readonly limitKeys = new WeakMap<Principal, string>();
   readonly auth: Authenticator;
   private readonly compiled = new Map<AnyRoute, Compiled>();
   /** Raw routes by path, then method. */
   private readonly raw = new Map<string, Map<string, RawRoute>>();
-  private readonly limiter: FixedWindowLimiter;
+  private readonly admission: Admission;
   private readonly idempotency: IdempotencyStore;
   /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
   readonly fileStreams: StreamSlots;
@@ -122,10 +108,9 @@ export class HttpGateway {
 
   constructor(readonly deps: GatewayDeps) {
     this.auth = new Authenticator(deps.db, deps.key, deps.config);
-    this.limiter = new FixedWindowLimiter(deps.redis, { leaseShare: RATE_LEASE_SHARE });
+    this.admission = new Admission(deps.redis, deps.key);
     this.idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
     this.accessLog = new AccessLog(deps.log);
-    this.keyLimitPrefix = deps.key('rl', 'key', '');
     this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
   }
 
@@ -224,12 +209,6 @@ export class HttpGateway {
     });
   }
 
-  private limitKey(p: Principal): string {
-    let k = this.limitKeys.get(p);
-    if (k === undefined) this.limitKeys.set(p, (k = this.keyLimitPrefix + p.keyId));
-    return k;
-  }
-
   /** PUBLIC_URL, else the request's Host when it is a valid host[:port], else the listen address. */
   baseUrl(headers: Record<string, string>): string {
     return publicBaseUrl(this.deps.config, headers, this.listenPort);
@@ -248,7 +227,9 @@ export class HttpGateway {
       const match = this.router.match(inc.method, inc.path);
       // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
       // answers carry the rate-limit headers like every other.
-      if (!match || 'allowed' in match) principal = await this.countUnrouted(inc, headers);
+      if (!match || 'allowed' in match) {
+        principal = await this.admission.unrouted(this.auth, inc.headers.authorization, () => inc.remote, headers);
+      }
       if (!match) throw new ApiError('not_found', `No endpoint ${inc.method} ${inc.path}.`);
       if ('allowed' in match) {
         headers.Allow = match.allowed.join(', ');
@@ -265,12 +246,12 @@ export class HttpGateway {
           try {
             principal = await this.auth.authenticate(inc.headers.authorization);
           } catch (err) {
-            await this.countAnonymous(inc, headers);
+            await this.admission.anonymous(inc.remote, headers);
             throw err;
           }
         }
-        const taken = this.limiter.take(this.limitKey(principal), principal.rateLimit);
-        admit(taken instanceof Promise ? await taken : taken, headers);
+        const admitted = this.admission.credential(principal, headers);
+        if (admitted) await admitted;
         requireScope(principal, route.scope);
       }
 
@@ -283,7 +264,7 @@ export class HttpGateway {
       c.params?.(params);
       if (c.body) c.body(parsedBody);
 
-      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers);
+      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers, inc);
       let reply: StoredResponse;
       const idemKey = inc.headers['idempotency-key'];
       if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
@@ -342,75 +323,6 @@ export class HttpGateway {
     if (status === 204) delete headers['content-type'];
     return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId, file };
   }
-
-  private async countUnrouted(inc: Incoming, headers: Record<string, string>): Promise<Principal | null> {
-    const principal = inc.headers.authorization
-      ? await this.auth.authenticate(inc.headers.authorization).catch(() => null) : null;
-    if (!principal) {
-      await this.countAnonymous(inc, headers);
-      return null;
-    }
-    admit(await this.limiter.take(this.limitKey(principal), principal.rateLimit), headers);
-    return principal;
-  }
-
-  private async countAnonymous(inc: Incoming, headers: Record<string, string>): Promise<void> {
-    admit(await this.limiter.take(this.deps.key('rl', 'ip', inc.remote), ANONYMOUS_LIMIT), headers, 'anonymous');
-  }
-}
-
-/** Puts a rate-limit decision's headers on the response and refuses the request (429) when it is over. */
-function admit(d: RateDecision, headers: Record<string, string>, policy: 'default' | 'anonymous' = 'default'): void {
-  setRateLimitHeaders(headers, d, policy);
-  if (d.allowed) return;
-  if (policy === 'anonymous') throw new ApiError('rate_limited', 'Too many unauthenticated requests from this address.');
-  throw new ApiError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry after ${d.resetSeconds} s.`,
-    { resolutionHint: 'Slow down, or ask for a higher per-key limit.' });
-}
-
-/** Writes a response's headers in one native call. uWS writes writeHeader(name, value) as "name: value\r\n" into
- *  the corked response, and every call costs a crossing into C++ plus a UTF-8 conversion of both strings, so the
- *  headers after the first ride in the first one's value as "\r\nName: value" lines (measured: ~7% more requests
- *  per second on GET /v1/account). Framing is only safe if no value carries CR or LF, which uWS itself never
- *  checks: such a header is dropped and logged instead of being written. */
-function writeHeaders(res: uWS.HttpResponse, headers: Record<string, string>, log: GatewayDeps['log']): void {
-  let first: string | null = null;
-  let block = '';
-  for (const name in headers) {
-    const value = headers[name];
-    if (value.indexOf('\r') !== -1 || value.indexOf('\n') !== -1 || name.indexOf('\r') !== -1 || name.indexOf('\n') !== -1) {
-      log.error({ header: name }, 'header with CR or LF not sent');
-      continue;
-    }
-    if (first === null) { first = name; block = value; } else block += '\r\n' + name + ': ' + value;
-  }
-  if (first !== null) res.writeHeader(first, block);
-}
-
-/** Reads the whole request body, up to MAX_BODY_BYTES (uWS hands out chunks that are only valid during the call). */
-function readBody(res: uWS.HttpResponse, headers: Record<string, string>, done: (body: Buffer | null, tooBig: boolean) => void): void {
-  if (Number(headers['content-length'] ?? 0) > MAX_BODY_BYTES) return done(null, true);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let tooBig = false;
-  res.onData((chunk, isLast) => {
-    if (!tooBig) {
-      size += chunk.byteLength;
-      if (size > MAX_BODY_BYTES) tooBig = true;
-      else chunks.push(Buffer.from(chunk.slice(0)));
-    }
-    if (isLast) done(tooBig ? null : Buffer.concat(chunks), tooBig);
-  });
-}
-
-function serialize(r: Reply): StoredResponse {
-  const body = r.raw ?? r.json ?? (r.body === undefined ? '' : JSON.stringify(r.body));
-  const headers = r.deprecation ? { ...deprecationHeaders(r.deprecation), ...r.headers } : r.headers ?? {};
-  return { status: r.status, body, headers };
-}
-
-function deprecationHeaders(d: Deprecation): Record<string, string> {
-  return { Deprecation: `@${Math.floor(d.since.getTime() / 1000)}`, Sunset: d.sunset.toUTCString(), Link: `<${d.link}>; rel="sunset"` };
 }
 
 /** What a route handler gets (Ctx); the base URL is worked out only for handlers that read it. */
@@ -418,9 +330,11 @@ class HandlerContext {
   readonly deps: GatewayDeps;
   constructor(private readonly gateway: HttpGateway, readonly principal: Principal, readonly body: unknown,
     readonly query: Record<string, string>, readonly params: Record<string, string>, readonly requestId: string,
-    readonly headers: Record<string, string>) {
+    readonly headers: Record<string, string>, private readonly incoming: { readonly remote: string }) {
     this.deps = gateway.deps;
   }
+
+  get clientAddress(): string { return this.incoming.remote; }
 
   /** The idempotency claim of this request, when it carries an Idempotency-Key and runs for the first time. */
   claim: NewClaim | null = null;
@@ -435,60 +349,3 @@ class HandlerContext {
   get baseUrl(): string { return this.gateway.baseUrl(this.headers); }
 }
 
-function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): Reply {
-  if (err instanceof ApiError) return { status: err.status, body: err.toBody(), headers: err.headers };
-  log.error({ err, req_id: requestId }, 'unhandled error');
-  return {
-    status: 500,
-    body: new ApiError('internal_error', `An unexpected error occurred. Quote request id ${requestId} when reporting it.`).toBody(),
-  };
-}
-
-// Maps without a prototype, so that names such as __proto__ or constructor are plain data.
-function parseQuery(qs: string): Record<string, string> {
-  const out: Record<string, string> = fieldMap();
-  if (!qs) return out;
-  const fields = fieldMap();
-  for (const [k, v] of new URLSearchParams(qs)) {
-    if (k in out) fields[k] = 'must be given once';
-    out[k] = v;
-  }
-  if (Object.keys(fields).length) throw validationError(fields);
-  return out;
-}
-
-function assertEmpty(obj: Record<string, string>, where: string): void {
-  const extra = Object.keys(obj);
-  if (extra.length) {
-    const fields = fieldMap();
-    for (const k of extra) fields[k] = `is not a recognized ${where} parameter`;
-    throw validationError(fields);
-  }
-}
-
-/** JSON only: a wrong content type, oversized, malformed or unexpected body is a 400 naming `body`. */
-function parseBody(inc: Incoming, raw: Buffer | null, tooBig: boolean, expects: boolean): unknown {
-  if (tooBig) {
-    throw validationError({ body: `exceeds the ${MAX_BODY_BYTES} byte limit` }, 'The request body is too large.');
-  }
-  const empty = !raw || raw.length === 0;
-  if (empty) {
-    if (expects) throw validationError({ body: 'is required (a JSON object)' }, 'This endpoint needs a JSON body.');
-    return undefined;
-  }
-  const ct = (inc.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (ct !== 'application/json') {
-    throw validationError({ 'content-type': 'must be application/json' }, 'Send the body as JSON with Content-Type: application/json.');
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw!.toString('utf8'));
-  } catch (e) {
-    throw validationError({ body: `is not valid JSON (${(e as Error).message})` }, 'The request body is not valid JSON.');
-  }
-  if (!expects) {
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed) && Object.keys(parsed).length === 0) return undefined;
-    throw validationError({ body: 'must be empty; this endpoint takes no body' });
-  }
-  return parsed;
-}

@@ -1,13 +1,11 @@
+import type { CallRuntime } from '../../shared/calls/runtime.ts';
+import type { ProcessDeps } from '../../shared/process.ts';
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
 import type { Principal } from '../../shared/accounts/principal.ts';
 import type { Clock } from '../../shared/clock.ts';
-import type { Config } from '../../shared/config.ts';
-import type { Db, WithinTx } from '../../shared/db.ts';
+import type { WithinTx } from '../../shared/db.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Cursors } from '../../shared/pagination.ts';
-import type { Keyer } from '../../shared/redis.ts';
 import type { Scope } from '../../shared/scopes.ts';
 import type { FileBody } from './file-response.ts';
 
@@ -18,14 +16,11 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export const STANDARD_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
 /** What every route handler can reach: the process's shared resources. */
-export interface GatewayDeps {
-  config: Config;
-  db: Db;
-  redis: Redis;
-  key: Keyer;
-  log: Logger;
+export interface GatewayDeps extends ProcessDeps {
   clock: Clock;
   cursors: Cursors;
+  /** The process's call runtime (no carrier: carrier work goes to the workers' queues). */
+  calls: CallRuntime;
 }
 
 export interface Deprecation {
@@ -62,6 +57,8 @@ export interface Ctx<B, Q, P> {
   params: P;
   requestId: string;
   headers: Record<string, string>;
+  /** The peer address of the connection (the socket's, not a forwarded claim), e.g. for signature audit trails. */
+  readonly clientAddress: string;
   /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
   readonly baseUrl: string;
   /** For a request with an Idempotency-Key: the hook that writes its durable idempotency record, to be run inside

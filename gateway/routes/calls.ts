@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
+import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall } from '../../shared/calls/place.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
+import { selectCallerId, type CallerIdSelection } from '../../shared/number-health/dial.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
@@ -26,11 +27,11 @@ const Leg = Type.Object({
   ended_at: Nullable(Ts('When the leg ended.'), 'When the leg ended; null while it runs.'),
 }, { description: 'One carrier leg of the call.' });
 
-const Call = Type.Object({
+export const Call = Type.Object({
   id: Type.String({ format: 'uuid', description: 'The call id (call_id in the 202 answer).' }),
-  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room')],
-    { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A) or room (browser path B).' }),
-  direction: Type.String({ description: 'outbound.' }),
+  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room'), Type.Literal('inbound')],
+    { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A), room (browser path B) or inbound (a call to your number).' }),
+  direction: Type.String({ description: 'outbound, or inbound for calls to your numbers.' }),
   from_number: Type.String({ description: 'The caller ID shown to the called party (E.164).' }),
   to_number: Type.String({ description: 'The called party (E.164).' }),
   connect_number: Nullable(Type.String(), 'Bridge calls: your phone, rung first (E.164); null for other types.'),
@@ -57,10 +58,11 @@ const Accepted = Type.Object({
   call_id: Type.String({ format: 'uuid', description: 'The new call\'s id (GET /v1/calls/{id}).' }),
   status: Type.Literal('QUEUED', { description: 'Always QUEUED: the call progresses asynchronously.' }),
   from_number: Type.String({ description: 'The caller ID used (E.164).' }),
-  selection_source: Type.Literal('exact_from_number', { description: 'How the caller ID was chosen: the from_number given.' }),
-  evidence_state: Type.Null({ description: 'Caller-ID reputation evidence (Number Health); null: not available yet.' }),
-  health_warning: Type.Null({ description: 'A warning about the caller ID\'s reputation; null: none.' }),
-  recommended_action: Type.Null({ description: 'What to do about the caller ID\'s reputation; null: nothing.' }),
+  selection_source: Type.Union([Type.Literal('exact_from_number'), Type.Literal('number_set_sticky_health')],
+    { description: 'How the caller ID was chosen: the from_number given, or selected from number_set_id (dial only).' }),
+  evidence_state: Nullable(Type.String(), 'The caller ID\'s Number Health evidence_state (dial); null on AI calls and for numbers without evidence.'),
+  health_warning: Nullable(Type.String(), 'A warning about the caller ID\'s health (a risky exact from_number is dialed with it); null: none.'),
+  recommended_action: Nullable(Type.String(), 'What Number Health recommends for the caller ID; null on AI calls.'),
 }, { description: 'The accepted call.' });
 
 const IdParams = UuidIdParams('call');
@@ -89,12 +91,14 @@ const PLACEMENT = 'Checked in this order, each failure leaving no call behind: d
   + '(destination_missing, destination_invalid), numbers inside the credential\'s bounds (forbidden), destination rules '
   + '(destination_blocked: emergency and short codes, premium and special-rate ranges, countries not allowed, demo keys '
   + 'outside the sandbox), the caller ID held by the organization (call_id_not_verified) and ACTIVE (no_active_number), '
+  + 'the plan (no_active_subscription, voice_usage_exhausted) and call compliance of to_number (dnc_suppressed, '
+  + 'recipient_opted_out, no_consent, day_not_allowed, outside_call_window, frequency_exceeded: see the Contacts tag), '
   + 'the per-minute call rate (rate_limited), the daily spend cap (spend_cap_reached) and the channel limit '
   + '(channel_limit_exceeded: calls never queue). Sandbox: the last four digits of a number choose its outcome (see the '
   + 'Calls tag).';
 
 const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
-  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict'] as const;
+  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 /** The older caller_id/destination spelling of POST /v1/calls. */
 const LEGACY_SPELLING = (base: string): Deprecation => ({
@@ -103,10 +107,10 @@ const LEGACY_SPELLING = (base: string): Deprecation => ({
   link: `${base}/v1/openapi.json`,
 });
 
-function accepted(c: { id: string; from_number: string }) {
+function accepted(c: { id: string; from_number: string }, sel?: CallerIdSelection) {
   return {
-    call_id: c.id, status: 'QUEUED' as const, from_number: c.from_number, selection_source: 'exact_from_number' as const,
-    evidence_state: null, health_warning: null, recommended_action: null,
+    call_id: c.id, status: 'QUEUED' as const, from_number: c.from_number, selection_source: sel?.selection_source ?? 'exact_from_number',
+    evidence_state: sel?.evidence_state ?? null, health_warning: sel?.health_warning ?? null, recommended_action: sel?.recommended_action ?? null,
   };
 }
 
@@ -124,7 +128,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     body: Type.Object({
       from_number: Type.Optional(Number164('Caller ID: an active E.164 number of your organization. Wins over number_set_id.')),
-      number_set_id: Type.Optional(Type.String({ description: 'Caller-ID selection from a Number Set (not available yet: validation_error when given alone).' })),
+      number_set_id: Type.Optional(Type.String({ description: 'Without from_number: the caller ID is selected from this Number Set (POST /v1/number-health/sets/{id}/resolve explains the order).' })),
       to_number: Type.Optional(Number164('The called party (E.164).')),
       connect_number: Type.Optional(Number164('The phone rung first and bridged to to_number (E.164); required.')),
       record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
@@ -133,10 +137,12 @@ export const callRoutes: Plugin = (routes) => {
     errors: [...CALL_ERRORS],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
-      const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call) } });
-      const call = await placeCall(callRuntime(deps), principal, {
-        type: 'bridge', from: body.from_number, to: body.to_number, connect: body.connect_number,
-        numberSetId: body.number_set_id, record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
+      const sel = await selectCallerId(deps.db, principal.organizationId,
+        { from: body.from_number, numberSetId: body.number_set_id, to: body.to_number }, deps.clock.now());
+      const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call, sel) } });
+      const call = await placeCall(deps.calls, principal, {
+        type: 'bridge', from: sel.from, to: body.to_number, connect: body.connect_number,
+        record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
       }, ctx.idempotent(reply));
       return reply(call);
     },
@@ -186,7 +192,7 @@ export const callRoutes: Plugin = (routes) => {
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
         deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       });
-      const call = await placeCall(callRuntime(deps), principal, {
+      const call = await placeCall(deps.calls, principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
@@ -329,7 +335,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     handler: async ({ deps, principal, params, query }) => {
       const mode = (query.mode ?? 'hangup') as HangupMode;
-      const applied = await callRuntime(deps).transition(params.id, { type: 'hangup', mode, at: new Date() },
+      const applied = await deps.calls.transition(params.id, { type: 'hangup', mode, at: new Date() },
         { organizationId: principal.organizationId, bestEffort: true });
       if (!applied) throw notFound(`Call ${params.id}`);
       const r = applied.step.result;

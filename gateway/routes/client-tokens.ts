@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { CLIENT_TOKEN_DEFAULT_TTL, CLIENT_TOKEN_MAX_TTL, CLIENT_TOKEN_MIN_TTL, clientTokenSigner } from '../../shared/tokens/client-token.ts';
 import { mintClientToken } from '../../shared/tokens/mint.ts';
 import { issueRoomToken, issueWebrtcTicket } from '../../shared/tickets/issue.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Plugin } from '../http/types.ts';
 
 const E164 = (description: string) => Type.String({ maxLength: 32, description });
@@ -13,7 +13,7 @@ const BrowserCall = Type.Object({
 }, { additionalProperties: false });
 
 const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
-  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict'] as const;
+  'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 // Bounded client tokens and the browser calling paths (A: a single-use ticket for the softphone WebSocket; B: a
 // room token for a call the service places). The rules live in shared/tokens and shared/tickets.
@@ -80,7 +80,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: await issueWebrtcTicket(callRuntime(deps), principal, body) } }),
+      ({ status: 201, body: { data: await issueWebrtcTicket(deps.calls, principal, body) } }),
   });
 
   routes.add({
@@ -105,6 +105,6 @@ export const clientTokenRoutes: Plugin = (routes) => {
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>
-      ({ status: 201, body: { data: await issueRoomToken(callRuntime(deps), principal, body) } }),
+      ({ status: 201, body: { data: await issueRoomToken(deps.calls, principal, body) } }),
   });
 };

@@ -4,7 +4,6 @@ import { publishCarrierEvent } from '../../shared/carriers/carrier.ts';
 import { carrierEventFromWebhook } from '../../shared/carriers/livekit.ts';
 import { sequenceAtReceipt } from '../../shared/carriers/receipt-order.ts';
 import type { LiveKitSettings } from '../../shared/config.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { HttpGateway } from '../http/server.ts';
 import type { RawRouteDoc } from '../http/types.ts';
 
@@ -74,7 +73,7 @@ export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings)
     if (carrierEvent) {
       const { redis, key } = gateway.deps;
       const numbered = await sequenceAtReceipt(redis, key, carrierEvent, `lk-${ev.id}`);
-      await publishCarrierEvent(callRuntime(gateway.deps).queues.carrierEvents, numbered, { dedupId: `lk-${ev.id}` });
+      await publishCarrierEvent(gateway.deps.calls.queues.carrierEvents, numbered, { dedupId: `lk-${ev.id}` });
     }
     return json(200, { received: true, mapped: carrierEvent !== null });
   });

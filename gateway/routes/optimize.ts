@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { FixedWindowLimiter } from '../../shared/ratelimit/index.ts';
+import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import { BOT_USER_AGENT, Collector } from '../../shared/optimize/collector.ts';
 import { evaluateTest } from '../../shared/optimize/completion.ts';
 import { conversionView, listConversions, recordConversion, type ConversionResult } from '../../shared/optimize/conversions.ts';

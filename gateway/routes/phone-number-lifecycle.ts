@@ -3,7 +3,6 @@ import {
   availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
@@ -11,7 +10,7 @@ import { PHONE_NUMBER_EXAMPLE, PhoneNumber } from './phone-numbers.ts';
 import { Nullable } from './schemas.ts';
 
 
-const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
+export const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
   status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')],
     { description: 'PROVISIONING (bought, not usable yet), ACTIVE (places calls), RELEASED (given back; kept as history).' }),
   area_code: Type.String({ description: 'The three-digit area code.' }),
@@ -19,7 +18,7 @@ const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
   released_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was released; null while held.'),
 })], { description: 'A phone number with its lifecycle status.' });
 
-const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, status: 'ACTIVE', area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
+export const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, status: 'ACTIVE', area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
 
 const AvailableNumber = Type.Object({
   phone_number: Type.String({ description: 'The number in E.164 form; pass it to POST /v1/phone-numbers.' }),
@@ -28,7 +27,7 @@ const AvailableNumber = Type.Object({
   provider: Type.String({ description: 'The carrier the number would live on.' }),
 }, { description: 'A number free to buy.' });
 
-const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The number\'s id.' }) });
+export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The number\'s id.' }) });
 
 export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   routes.add({
@@ -113,7 +112,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
       const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
       const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
-      await cancelQueuedCallsFrom(callRuntime(deps), principal.organizationId, row.id).catch((err) =>
+      await cancelQueuedCallsFrom(deps.calls, principal.organizationId, row.id).catch((err) =>
         deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));
       return reply(row);
     },

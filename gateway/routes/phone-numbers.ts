@@ -17,7 +17,10 @@ export const PhoneNumber = Type.Object({
   reputation_enrolled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()],
     { description: 'When the number was enrolled in reputation monitoring; null when it is not.' }),
   cnam_display_name: Type.String({ description: 'Caller name (CNAM) shown to called parties, at most 15 characters.' }),
-  cnam_status: Type.String({ description: 'State of the CNAM registration: pending, registered or failed.' }),
+  cnam_status: Type.String({ description: 'State of the CNAM registration of cnam_display_name: pending (submitted, or '
+    + 'not yet submitted), registered or rejected (see cnam_rejection_reason). Set the name with PATCH /v1/phone-numbers/{id}.' }),
+  cnam_rejection_reason: Type.Union([Type.String(), Type.Null()],
+    { description: 'Why the CNAM provider rejected the display name when cnam_status is rejected; null otherwise.' }),
   texting_status: Type.String({ description: 'A2P texting registration of the number: not_registered, pending, registered or rejected.' }),
   created_at: Type.String({ format: 'date-time', description: 'When the number was acquired.' }),
 }, { description: 'A phone number the organization holds.' });
@@ -25,7 +28,7 @@ export const PhoneNumber = Type.Object({
 export const PHONE_NUMBER_EXAMPLE = {
   id: 1042, phone_number: '+14155550123', name: 'Front desk', organization_id: '5f0c8a2e-3b1d-4c6e-9a7f-2d4b8e1c0a93',
   user_id: '9b2e4f61-7c3a-4d58-8e1f-0a6b3c9d2e47', provider: 'sandbox', is_active: true, iso_country: 'US',
-  reputation_enrolled_at: null, cnam_display_name: 'Acme Dental', cnam_status: 'pending', texting_status: 'not_registered',
+  reputation_enrolled_at: null, cnam_display_name: 'Acme Dental', cnam_status: 'registered', cnam_rejection_reason: null, texting_status: 'not_registered',
   created_at: '2026-11-20T15:04:05.000Z',
 };
 

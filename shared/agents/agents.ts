@@ -9,18 +9,18 @@ import { keysetClause, type PageParams } from '../pagination.ts';
 export const DEFAULT_VOICE = 'neutral';
 export const DEFAULT_GREETING = 'Hello! This is an automated assistant calling. Do you have a moment?';
 
-export interface AgentRow {
+/** What an agent is: who speaks and how. Saved agents, the copy an AI call keeps and the carrier's AI leg share it. */
+export interface Agent { name: string; greeting: string; prompt: string; voice: string }
+
+export interface AgentRow extends Agent {
   id: string;
   organization_id: string;
-  name: string;
-  greeting: string;
-  prompt: string;
-  voice: string;
   created_at: Date;
   updated_at: Date;
 }
 
-export interface AgentInput { name: string; greeting?: string; prompt?: string; voice?: string }
+/** A new saved agent: a name, the rest defaulted. */
+export type AgentInput = Pick<Agent, 'name'> & Partial<Agent>;
 
 export const agentView = (a: AgentRow) => ({
   id: a.id,

@@ -1,13 +1,14 @@
 // The agent an AI call speaks with: a saved agent (agents table, by id) or inline settings. The call keeps a copy,
 // so editing or deleting the agent later does not change calls already placed.
-import { DEFAULT_VOICE, findAgent } from '../agents/agents.ts';
+import { DEFAULT_VOICE, findAgent, type Agent } from '../agents/agents.ts';
 import type { Db } from '../db.ts';
 import { validationError } from '../errors.ts';
 import type { AgentSettings } from './model.ts';
 
 export const DEFAULT_AGENT_NAME = 'Assistant';
 
-export interface InlineAgent { name?: string; greeting: string; prompt?: string; voice?: string }
+/** Settings given on the call itself: a greeting, the rest defaulted. */
+export type InlineAgent = Pick<Agent, 'greeting'> & Partial<Agent>;
 
 export async function resolveAgent(db: Db, organizationId: string, agentId: string | undefined, inline: InlineAgent | undefined): Promise<AgentSettings> {
   if (agentId !== undefined && inline !== undefined) {

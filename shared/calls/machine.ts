@@ -1,6 +1,6 @@
 // The per-call state machine, as a pure function: (call, input) -> (next call, effects). It knows nothing of
 // Postgres, Redis or carriers; store.ts applies one input per transaction with the call row locked, and
-// effects.ts carries out the effects after commit. An input that no longer applies (a duplicate or late carrier
+// CallRuntime (runtime.ts: transition/run) carries out the effects after commit. An input that no longer applies (a duplicate or late carrier
 // event, a timer after the end, a second hangup) changes nothing and yields no effects, so every transition
 // happens at most once.
 //

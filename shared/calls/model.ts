@@ -1,5 +1,6 @@
 // The call domain's vocabulary: statuses, outcomes, legs and the constants every part of calling shares.
 import type { AsyncFailureCode, LegEndReason, LegRole } from '../carriers/carrier.ts';
+import type { Agent } from '../agents/agents.ts';
 
 export type { AsyncFailureCode, LegEndReason, LegRole };
 
@@ -39,13 +40,8 @@ export interface Leg {
 
 export type Legs = Partial<Record<LegRole, Leg>>;
 
-export interface AgentSettings {
-  id: string | null;
-  name: string;
-  greeting: string;
-  prompt: string;
-  voice: string;
-}
+/** The agent copy an AI call keeps: its settings, and the saved agent's id when it came from one. */
+export interface AgentSettings extends Agent { id: string | null }
 
 /** The columns of a `calls` row (timestamps as Date, as pg returns them). */
 export interface CallRow {

@@ -7,19 +7,24 @@
 //   3 destination rules  403 destination_blocked (emergency, special service, premium, special rate,
 //                        international unless the organization allows the country, demo keys outside the
 //                        sandbox's numbers); destination_invalid for numbers in no assigned range
-//   4 caller ID          422 call_id_not_verified (not a number of the organization), 409 no_active_number
-//                        (still provisioning)
+//   4 caller ID          422 call_id_not_verified (not a number of the organization nor a verified caller ID,
+//                        or a caller ID pending verification), 409 no_active_number (still provisioning)
+//   4b plan, compliance  402 no_active_subscription / voice_usage_exhausted, 403/429 dnc_suppressed ...
+//                        frequency_exceeded (shared/compliance/guard.ts; reserves nothing)
 //   5 call rate          429 rate_limited (category account_limit)
 //   6 daily spend cap    402 spend_cap_reached: reserves what the call may cost (shared/spend), released if a
 //                        later step refuses it
 //   7 channels           409 channel_limit_exceeded (category account_limit)
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
+import { verifiedCallerIds } from '../caller-ids/standing.ts';
+import { assertCallAllowed } from '../compliance/guard.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
+import { assertWithinBounds } from '../tokens/bounds.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
-import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { effectiveMaxCallMinutes, placementLimits, spendDay } from './limits.ts';
 import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
@@ -30,22 +35,10 @@ export interface PlaceRequest {
   from?: string;
   to?: string;
   connect?: string;
-  numberSetId?: string;
   record: boolean;
   agent?: AgentSettings;
   /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
   names: { from: string; to: string };
-}
-
-interface OrgState {
-  channel_limit: number;
-  calls_per_minute: number;
-  daily_spend_cap_cents: number;
-  allow_countries: string[];
-  max_call_minutes: number;
-  phone_id: number | null;
-  phone_status: string | null;
-  phone_max: number | null;
 }
 
 const blocked = (field: string, message: string, hint?: string) =>
@@ -71,10 +64,6 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
   }
   if (req.from === undefined) {
-    if (req.numberSetId !== undefined) {
-      throw validationError({ number_set_id: 'Number Sets are not available yet; pass from_number instead' },
-        'Caller-ID selection from a Number Set is not available yet; pass from_number.');
-    }
     throw validationError({ [F]: 'is required (the caller ID, an E.164 number of your organization)' });
   }
   if (!isE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
@@ -90,28 +79,10 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const dialed: [string, string][] = [[T, req.to], ...(req.type === 'bridge' ? [['connect_number', req.connect!] as [string, string]] : [])];
 
   // 2. Key ceiling.
-  if (p.allowedFrom.length && !p.allowedFrom.includes(req.from)) {
-    throw new ApiError('forbidden', `${F} is outside the caller IDs this credential may use.`,
-      { fields: { [F]: 'is not in the credential\'s allowed caller IDs' } });
-  }
-  if (p.allowedTo.length) {
-    for (const [field, n] of dialed) {
-      if (!p.allowedTo.includes(n)) {
-        throw new ApiError('forbidden', `${field} is outside the destinations this credential may call.`,
-          { fields: { [field]: 'is not in the credential\'s allowed destinations' } });
-      }
-    }
-  }
+  assertWithinBounds(p, [F, req.from], dialed);
 
   const now = new Date();
-  const org = await db.one<OrgState>(
-    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
-            o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
-       FROM organizations o
-       LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
-      WHERE o.id = $1`,
-    [p.organizationId, req.from],
-  );
+  const org = await placementLimits(db, p.organizationId, req.from);
 
   // 3. Destination rules.
   for (const [field, n] of dialed) {
@@ -132,16 +103,20 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     }
   }
 
-  // 4. Caller ID ownership.
-  if (org.phone_id === null) {
+  // 4. Caller ID ownership: a number of the organization, or one of its verified caller IDs (a pending one is 422).
+  const verified = org.phone_id === null && (await verifiedCallerIds(db, p.organizationId, [[F, req.from]])).has(req.from);
+  if (org.phone_id === null && !verified) {
     throw new ApiError('call_id_not_verified', `${req.from} is not a number of your organization.`,
       { fields: { [F]: 'is not an active number owned by your organization' },
         resolutionHint: 'Use one of the numbers listed by GET /v1/phone-numbers.' });
   }
-  if (org.phone_status !== 'ACTIVE') {
+  if (!verified && org.phone_status !== 'ACTIVE') {
     throw new ApiError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }
+
+  // 4b. Plan and call compliance of the destination.
+  await assertCallAllowed(db, p.organizationId, req.to, T, { now: () => now.getTime() });
 
   // 5. Call rate.
   const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);

@@ -8,18 +8,12 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CARRIER_EVENTS_QUEUE } from '../carriers/carrier.ts';
+import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
 
 export const DIAL_QUEUE = 'calls-dial';
 export const TIMERS_QUEUE = 'call-timers';
 export const COMMANDS_QUEUE = 'call-commands';
 export { CARRIER_EVENTS_QUEUE };
-
-export const JOB_OPTS = {
-  attempts: 8,
-  backoff: { type: 'exponential' as const, delay: 200 },
-  removeOnComplete: { age: 3600, count: 50_000 },
-  removeOnFail: { age: 7 * 86400 },
-};
 
 export interface DialJob { callId: string }
 export interface TimerJob { callId: string; at: number; deferred?: boolean; deferrals?: number }
@@ -48,7 +42,7 @@ export class CallQueues {
 
   /** Idempotent: one dial job per call. */
   enqueueDial(callId: string) {
-    return this.dial.add('dial', { callId } satisfies DialJob, { ...JOB_OPTS, jobId: callId });
+    return this.dial.add('dial', { callId } satisfies DialJob, { ...DURABLE_JOB_OPTIONS, jobId: callId });
   }
 
   /** Idempotent: one limit timer per call. A deadline already past (the answer itself was applied late) yields
@@ -56,13 +50,13 @@ export class CallQueues {
   scheduleLimit(callId: string, at: number, now = Date.now()) {
     if (now - at > LATE_TIMER_MS) return this.deferLimit(callId, at);
     return this.timers.add('limit', { callId, at } satisfies TimerJob,
-      { ...JOB_OPTS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
+      { ...DURABLE_JOB_OPTIONS, jobId: `limit-${callId}`, delay: Math.max(0, Math.round(at - now)) });
   }
 
   deferLimit(callId: string, at: number, deferrals = 1) {
     // A new id per deferral: the job that defers is still running, so its own id is taken.
     return this.timers.add('limit', { callId, at, deferred: true, deferrals } satisfies TimerJob,
-      { ...JOB_OPTS, jobId: deferrals === 1 ? `limit-${callId}-late` : `limit-${callId}-late-${deferrals}`, delay: LATE_TIMER_DEFER_MS });
+      { ...DURABLE_JOB_OPTIONS, jobId: deferrals === 1 ? `limit-${callId}-late` : `limit-${callId}-late-${deferrals}`, delay: LATE_TIMER_DEFER_MS });
   }
 
   /** Drops the limit timer of a call that ended first (a timer that is running right now just finds it ended). */
@@ -76,7 +70,7 @@ export class CallQueues {
 
   /** Asks the workers to carry out what the call's state calls for (hang up its legs after an API hangup). */
   requestCarrierWork(callId: string) {
-    return this.commands.add('settle', { callId } satisfies CommandJob, { ...JOB_OPTS, removeOnComplete: true });
+    return this.commands.add('settle', { callId } satisfies CommandJob, { ...DURABLE_JOB_OPTIONS, removeOnComplete: true });
   }
 
   async close(): Promise<void> {

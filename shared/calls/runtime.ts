@@ -1,23 +1,18 @@
 // What calling needs at run time in a process: queues, channel accounts, the call-rate limiter and (in workers)
 // the carrier; plus the one function that moves a call: transition() = store.applyInput + carry out effects.
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
+// Each process builds exactly one at start (gateway/app.ts, workers/main.ts, signaling/main.ts) and passes it on.
 import { legId, type Carrier, type LegRef, type LegRole } from '../carriers/carrier.ts';
-import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/index.ts';
-import { ChannelAccounts } from '../channels/index.ts';
-import type { Config } from '../config.ts';
-import type { Db } from '../db.ts';
-import { FixedWindowLimiter } from '../ratelimit/index.ts';
-import type { Keyer } from '../redis.ts';
-import { SpendAccounts } from '../spend/index.ts';
+import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/configured.ts';
+import { ChannelAccounts } from '../channels/channel-accounts.ts';
+import { FixedWindowLimiter } from '../ratelimit/fixed-window-limiter.ts';
+import type { ProcessDeps } from '../process.ts';
+import { SpendAccounts } from '../spend/spend-accounts.ts';
 import { spendDay } from './limits.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, type Applied } from './store.ts';
 import { afterBrowserTransition, isBrowserCall } from '../tickets/progress.ts';
-
-export interface RuntimeDeps { config: Config; db: Db; redis: Redis; key: Keyer; log: Logger }
 
 export class CallRuntime {
   readonly queues: CallQueues;
@@ -29,7 +24,7 @@ export class CallRuntime {
   readonly carrier: Carrier | null;
 
   /** withCarrier: true for the configured carrier (workers), a Carrier instance to use that one, false for none. */
-  constructor(readonly deps: RuntimeDeps, withCarrier: boolean | Carrier) {
+  constructor(readonly deps: ProcessDeps, withCarrier: boolean | Carrier) {
     this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
     this.channels = new ChannelAccounts(deps.redis, deps.key);
     this.callRate = new FixedWindowLimiter(deps.redis);
@@ -104,16 +99,4 @@ export class CallRuntime {
       default: return;
     }
   }
-}
-
-const runtimes = new WeakMap<Redis, CallRuntime>();
-
-/** One runtime per process connection (memoized). */
-export function callRuntime(deps: RuntimeDeps, withCarrier = false): CallRuntime {
-  let rt = runtimes.get(deps.redis);
-  if (!rt) {
-    rt = new CallRuntime(deps, withCarrier);
-    runtimes.set(deps.redis, rt);
-  }
-  return rt;
 }

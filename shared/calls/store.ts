@@ -1,6 +1,7 @@
 // Call rows in Postgres. Every change of a call is one transaction that locks its row (SELECT ... FOR UPDATE), runs
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
+import { callerIdStillUsable } from '../caller-ids/standing.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { pgp, type Db, type WithinTx } from '../db.ts';
 import { isUuid } from '../ids.ts';
@@ -97,7 +98,11 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
  *  may have been released, and bought by another organization, while the call was queued). FOR SHARE holds off a
  *  concurrent release until this transaction ends, so a number is never released between the check and the move. */
 async function withCallerIdCheck(t: { oneOrNone: Db['oneOrNone'] }, row: CallRow, input: Input): Promise<Input> {
-  if (input.type !== 'originate' || row.status !== 'QUEUED' || row.phone_number_id === null) return input;
+  if (input.type !== 'originate' || row.status !== 'QUEUED') return input;
+  // A call from a verified caller ID (no held number): still verified and not removed (shared/caller-ids).
+  if (row.phone_number_id === null) {
+    return (await callerIdStillUsable(t, row.organization_id, row.from_number)) ? input : { type: 'caller_id_released', at: input.at };
+  }
   const held = await t.oneOrNone(
     `SELECT 1 FROM phone_numbers WHERE id = $1 AND organization_id = $2 AND status = 'ACTIVE' FOR SHARE`,
     [row.phone_number_id, row.organization_id]);

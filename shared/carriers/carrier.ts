@@ -21,6 +21,8 @@
 // participant; bridge: both participants share the call's room) and maps LiveKit webhooks to CarrierEvents with
 // publishCarrierEvent().
 import { FlowProducer, type Queue } from 'bullmq';
+import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
+import type { Agent } from '../agents/agents.ts';
 
 export const CARRIER_EVENTS_QUEUE = 'carrier-events';
 
@@ -49,13 +51,6 @@ export interface LegRef {
   number: string;
 }
 
-/** The voice agent an AI leg talks to once answered. */
-export interface AgentSpec {
-  name: string;
-  greeting: string;
-  prompt: string;
-  voice: string;
-}
 
 export interface OriginateRequest extends LegRef {
   /** Caller ID presented to the called phone; on a bridge both legs present the organization's from_number, so
@@ -67,7 +62,7 @@ export interface OriginateRequest extends LegRef {
   maxDurationSeconds: number;
   record: boolean;
   /** AI calls: the agent to connect when the leg answers. */
-  agent?: AgentSpec;
+  agent?: Agent;
 }
 
 export interface BridgeRequest {
@@ -113,15 +108,6 @@ export interface Carrier {
   hasPendingEventsBefore?(legIds: string[], atMs: number): Promise<boolean>;
 }
 
-/** Job options of carrier events: kept a while after completion so a repeated event with the same job id is
- *  dropped by BullMQ itself; retried on failure (the processor is idempotent). */
-export const CARRIER_EVENT_JOB_OPTS = {
-  attempts: 8,
-  backoff: { type: 'exponential' as const, delay: 200 },
-  removeOnComplete: { age: 3600, count: 50_000 },
-  removeOnFail: { age: 7 * 86400 },
-};
-
 /** The job id of a leg's numbered event: deterministic, so the workers can look its predecessor's job up. */
 export const sequencedEventJobId = (legId: string, seq: number) => `ev-${legId}-${seq}`;
 
@@ -133,7 +119,7 @@ export async function publishCarrierEvent(queue: Queue, ev: CarrierEvent, opts: 
 
 function carrierEventJobOpts(ev: CarrierEvent, opts: { delayMs?: number; dedupId?: string }) {
   return {
-    ...CARRIER_EVENT_JOB_OPTS,
+    ...DURABLE_JOB_OPTIONS,
     delay: opts.delayMs && opts.delayMs > 0 ? Math.round(opts.delayMs) : undefined,
     jobId: ev.seq !== undefined ? sequencedEventJobId(ev.legId, ev.seq) : opts.dedupId,
   };

@@ -1,7 +1,7 @@
 // The durable half of idempotency: one row per (credential, key hash) in PostgreSQL, written by the effect's own
 // transaction, so "the effect happened" and "this is its response" commit as one fact.
 import type { Db, Tx } from '../db.ts';
-import type { StoredResponse } from './index.ts';
+import type { StoredResponse } from './idempotency-store.ts';
 
 export interface DurableRecord {
   fingerprint: string;

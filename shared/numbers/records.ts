@@ -14,6 +14,7 @@ export interface PhoneNumberRow {
   reputation_enrolled_at: Date | null;
   cnam_display_name: string;
   cnam_status: string;
+  cnam_rejection_reason: string | null;
   texting_status: string;
   created_at: Date;
 }
@@ -32,6 +33,7 @@ export function phoneNumberView(r: PhoneNumberRow) {
     reputation_enrolled_at: r.reputation_enrolled_at ? r.reputation_enrolled_at.toISOString() : null,
     cnam_display_name: r.cnam_display_name,
     cnam_status: r.cnam_status,
+    cnam_rejection_reason: r.cnam_rejection_reason ?? null,
     texting_status: r.texting_status,
     created_at: r.created_at.toISOString(),
   };

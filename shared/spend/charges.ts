@@ -7,7 +7,7 @@
 // whose id is the charge row's id; the calls reconciler settles it from that row (shared/calls/reconcile.ts).
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db.ts';
-import type { SpendAccounts } from './index.ts';
+import type { SpendAccounts } from './spend-accounts.ts';
 
 export type ChargeKind = 'reputation_check' | 'remediation' | 'sms';
 

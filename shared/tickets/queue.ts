@@ -2,7 +2,7 @@
 // after issue. BullMQ keeps delayed jobs in Redis, so the deadline survives restarts of every process.
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { JOB_OPTS } from '../calls/queues.ts';
+import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
 
 export const TICKET_CLEANUP_QUEUE = 'ticket-cleanup';
 export interface TicketCleanupJob { callId: string }
@@ -18,5 +18,5 @@ export function ticketCleanupQueue(redis: Redis, prefix: string): Queue {
 /** Idempotent: one cleanup job per ticket. */
 export function scheduleTicketCleanup(redis: Redis, prefix: string, callId: string, delayMs: number) {
   return ticketCleanupQueue(redis, prefix).add('cleanup', { callId } satisfies TicketCleanupJob,
-    { ...JOB_OPTS, jobId: callId, delay: Math.max(0, Math.round(delayMs)) });
+    { ...DURABLE_JOB_OPTIONS, jobId: callId, delay: Math.max(0, Math.round(delayMs)) });
 }

@@ -1,7 +1,8 @@
 // POST /v1/client-tokens: the rules of minting. Every caller ID must be an active number the organization holds
-// and inside the minting key's ceiling; every destination inside the ceiling; the scopes a subset of the key's
+// (or a verified caller ID, shared/caller-ids/standing.ts) and inside the minting key's ceiling; every destination inside the ceiling; the scopes a subset of the key's
 // (never tokens:mint). Checked in full before anything is signed.
 import type { Principal } from '../accounts/principal.ts';
+import { verifiedCallerIds } from '../caller-ids/standing.ts';
 import type { Db } from '../db.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { parseE164 } from '../phone/e164.ts';
@@ -62,9 +63,12 @@ export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Prin
     `SELECT phone_number, status FROM phone_numbers
       WHERE organization_id = $1 AND phone_number = ANY($2::text[]) AND status <> 'RELEASED'`, [p.organizationId, from]);
   const status = new Map(held.map((r) => [r.phone_number, r.status]));
+  const verified = await verifiedCallerIds(db, p.organizationId,
+    req.from_numbers.map((n, i): [string, string] => [`from_numbers[${i}]`, n]).filter(([, n]) => !status.has(n)));
   const notUsable: Record<string, string> = {};
   req.from_numbers.forEach((n, i) => {
     const s = status.get(n);
+    if (s === undefined && verified.has(n)) return;
     if (s === undefined) notUsable[`from_numbers[${i}]`] = 'is not a number of your organization';
     else if (s !== 'ACTIVE') notUsable[`from_numbers[${i}]`] = `is ${s.toLowerCase()}, not active`;
   });

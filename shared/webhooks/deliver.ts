@@ -1,7 +1,8 @@
+import type { Config } from '../config.ts';
 import type { Db } from '../db.ts';
-import type { AttemptLog } from './attempt-log.ts';
+import { AttemptLog } from './attempt-log.ts';
 import { retryDelayMs, type DeliveryJob } from './delivery-jobs.ts';
-import type { WebhookPoster } from './http-post.ts';
+import { WebhookPoster } from './http-post.ts';
 import { signedHeaders } from './signing.ts';
 import { disableSubscription, subscriptionForDelivery } from './subscriptions.ts';
 
@@ -33,6 +34,17 @@ export interface DeliveryContext {
   attempts: AttemptLog;
   subscriptions: SubscriptionCache;
   retryScale: number;
+}
+
+/** The delivery context of a process, built once from its configuration (workers/main.ts). */
+export function deliveryContext(db: Db, config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowInsecure' | 'webhookRetryScale'>): DeliveryContext {
+  return {
+    db,
+    poster: new WebhookPoster({ timeoutMs: config.webhookTimeoutMs, allowInsecure: config.webhookAllowInsecure, maxSockets: 256 }),
+    attempts: new AttemptLog(db),
+    subscriptions: new SubscriptionCache(db),
+    retryScale: config.webhookRetryScale,
+  };
 }
 
 export type AttemptOutcome =

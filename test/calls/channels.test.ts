@@ -1,7 +1,7 @@
 // Channel accounting: 200 concurrent dials (through two gateways) against a limit of 10 never hold more than 10,
 // and every rejected dial left no row; release is idempotent; the reconciler frees what crashed processes left.
 import t from 'tap';
-import { ChannelAccounts } from '../../shared/channels/index.ts';
+import { ChannelAccounts } from '../../shared/channels/channel-accounts.ts';
 import type { Carrier, OriginateRequest } from '../../shared/carriers/carrier.ts';
 import { CallRuntime } from '../../shared/calls/runtime.ts';
 import { insertCall, loadCall } from '../../shared/calls/store.ts';

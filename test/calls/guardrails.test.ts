@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { setLimits } from '../../shared/calls/limits.ts';
 import { uuidv7 } from '../../shared/ids.ts';
 import { ROOT } from '../helpers/env.ts';
-import { aiCall, callEnv, callOrg, channelsUsed, dial, settled, type CallOrg } from './helpers.ts';
+import { aiCall, callEnv, callOrg, channelAccounts, channelsUsed, dial, settled, type CallOrg } from './helpers.ts';
 
 const { env } = await callEnv(t);
 
@@ -22,7 +22,7 @@ async function rejected(t: Test, org: CallOrg, send: () => Promise<any>, status:
   if (field) t.ok(r.body.error.fields?.[field], `${code}: fields.${field}`);
   t.equal(await rows(org), before, `${code}: no row`);
   // Every channel hold belongs to a call with a row (earlier calls of the test may still be ending).
-  const holds = Object.keys(await env.redis.hgetall(`${env.config.redisPrefix}:chan:${org.organization_id}:holds`));
+  const holds = [...(await channelAccounts(env).holds(org.organization_id)).keys()];
   const known = holds.length ? (await env.db.one('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[])', [holds])).n : 0;
   t.equal(known, holds.length, `${code}: no channel held for it`);
   return r;
@@ -47,7 +47,7 @@ t.test('validation: destination_missing, destination_invalid, validation_error',
   await rejected(t, org, () => post(org, body(org, { colour: 'blue' })), 400, 'validation_error', undefined, 'colour');
   await rejected(t, org, () => post(org, body(org, { to_number: 14155554567 })), 400, 'validation_error', undefined, 'to_number');
   const ns = await rejected(t, org, () => post(org, body(org, { from_number: undefined, number_set_id: 'ns_1' })), 400, 'validation_error', undefined, 'number_set_id');
-  t.match(ns.body.error.fields.number_set_id, /not available yet/);
+  t.match(ns.body.error.fields.number_set_id, /not a Number Set of your organization/, 'number_set_id alone selects from the set');
   const both = await post(org, body(org, { number_set_id: 'ns_1' }));
   t.equal(both.status, 202, 'from_number wins over number_set_id');
   t.equal(both.body.data.from_number, org.from);

@@ -1,6 +1,8 @@
 // Helpers of the call test files: an environment with the real workers process, organizations with raised
 // limits, webhook subscriptions for every call event, and waits on call state.
 import { setLimits, type LimitsPatch } from '../../shared/calls/limits.ts';
+import { ChannelAccounts } from '../../shared/channels/channel-accounts.ts';
+import { keyer } from '../../shared/redis.ts';
 import { eventually, testEnv, type TestEnv } from '../helpers/env.ts';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../helpers/receiver.ts';
 
@@ -92,9 +94,12 @@ export function waitStatus(env: TestEnv, org: CallOrg, id: string, status: strin
   }, timeoutMs);
 }
 
+/** The channel accounts of the test file's Redis prefix, read the way the platform reads them. */
+export const channelAccounts = (env: TestEnv) => new ChannelAccounts(env.redis, keyer(env.config.redisPrefix));
+
 /** Channels the organization holds now (the Redis counter). */
 export async function channelsUsed(env: TestEnv, orgId: string): Promise<number> {
-  return Number((await env.redis.get(`${env.config.redisPrefix}:chan:${orgId}:used`)) ?? 0);
+  return channelAccounts(env).used(orgId);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -7,19 +7,22 @@ import { setLimits } from '../../shared/calls/limits.ts';
 import { step, type MachineCall } from '../../shared/calls/machine.ts';
 import type { Leg } from '../../shared/calls/model.ts';
 import { legsCents, spendDeadline, worstCaseCents } from '../../shared/calls/pricing.ts';
+import { keyer } from '../../shared/redis.ts';
+import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { eventually } from '../helpers/env.ts';
 import { aiCall, callEnv, callOrg, dial, getCall, settled, waitStatus, type CallOrg } from './helpers.ts';
 
 const { env } = await callEnv(t);
 
 const day = () => new Date().toISOString().slice(0, 10);
-const dayKey = (org: CallOrg) => `${env.config.redisPrefix}:spend:${org.organization_id}:${day()}`;
+const spendAccounts = new SpendAccounts(env.redis, keyer(env.config.redisPrefix), env.db);
+const dayKey = (org: CallOrg) => spendAccounts.dayKey(org.organization_id, day());
 /** The organization's day as Redis holds it: settled, reserved and each live call's reservation. */
 async function spendDay(org: CallOrg) {
-  const raw = await env.redis.hgetall(dayKey(org));
+  const d = await spendAccounts.read(org.organization_id, day());
   const calls: Record<string, number> = {};
-  for (const [f, v] of Object.entries(raw)) if (f !== 'settled' && f !== 'reserved') calls[f] = Number(v.split(':')[0]);
-  return { exists: raw.settled !== undefined, settled: Number(raw.settled ?? 0), reserved: Number(raw.reserved ?? 0), calls };
+  for (const [id, r] of d?.calls ?? []) calls[id] = r.cents;
+  return { exists: d !== null, settled: d?.settled ?? 0, reserved: d?.reserved ?? 0, calls };
 }
 const pgSpent = async (org: CallOrg) =>
   Number((await env.db.oneOrNone('SELECT cents FROM org_daily_spend WHERE organization_id = $1', [org.organization_id]))?.cents ?? 0);

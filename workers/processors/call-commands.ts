@@ -1,6 +1,5 @@
 import { pendingEffects } from '../../shared/calls/machine.ts';
 import { COMMANDS_QUEUE, type CommandJob } from '../../shared/calls/queues.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import { loadCall } from '../../shared/calls/store.ts';
 import type { Processor } from '../processor.ts';
 
@@ -10,7 +9,7 @@ export const callCommands: Processor<CommandJob> = {
   queue: COMMANDS_QUEUE,
   concurrency: 50,
   async process(job, deps) {
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     const call = await loadCall(deps.db, job.data.callId);
     if (!call) return 'missing';
     await rt.run(call, pendingEffects(call));

@@ -1,7 +1,6 @@
 import { pendingEffects } from '../../shared/calls/machine.ts';
 import { legId } from '../../shared/carriers/carrier.ts';
 import { LATE_TIMER_MAX_DEFERRALS, LATE_TIMER_MS, TIMERS_QUEUE, type TimerJob } from '../../shared/calls/queues.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Processor } from '../processor.ts';
 
 const LEG_ROLES = ['connect', 'destination'] as const;
@@ -14,7 +13,7 @@ export const callTimers: Processor<TimerJob> = {
   queue: TIMERS_QUEUE,
   concurrency: 50,
   async process(job, deps) {
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     if (!job.data.deferred && Date.now() - job.data.at > LATE_TIMER_MS) {
       await rt.queues.deferLimit(job.data.callId, job.data.at);
       return 'deferred';

@@ -1,6 +1,5 @@
 import { pendingEffects } from '../../shared/calls/machine.ts';
 import { DIAL_QUEUE, type DialJob } from '../../shared/calls/queues.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Processor } from '../processor.ts';
 
 // One job per accepted call: QUEUED -> RINGING and originate the first leg (a bridge's connect_number, an AI
@@ -12,7 +11,7 @@ export const callsDial: Processor<DialJob> = {
   // A crashed process's dial jobs come back within seconds, not after BullMQ's default 30 s lock.
   workerOptions: { lockDuration: 5000, stalledInterval: 5000 },
   async process(job, deps) {
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
     if (!applied) return 'missing';
     // A retry, or a job taken again after its process died between commit and carrier command: the transition is

@@ -3,7 +3,6 @@ import type { CarrierEvent } from '../../shared/carriers/carrier.ts';
 import { orderWaitMs, predecessorPending } from '../../shared/calls/event-order.ts';
 import { pendingEffects } from '../../shared/calls/machine.ts';
 import { CARRIER_EVENTS_QUEUE } from '../../shared/calls/queues.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import type { Processor } from '../processor.ts';
 
 /** An event that overtook an earlier one of its leg first waits in place a moment (WAIT_STEPS x WAIT_MS): the
@@ -29,7 +28,7 @@ export const carrierEvents: Processor<CarrierEvent> = {
   async process(job, deps, token) {
     const ev = job.data;
     if (FAULT_KIND && ev.kind === FAULT_KIND) process.kill(process.pid, 'SIGKILL');
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     let applied = await rt.transition(ev.callId, { type: 'carrier', event: ev });
     for (let i = 0; i < WAIT_STEPS && applied?.step.result === 'out_of_order'; i++) {
       await new Promise((r) => setTimeout(r, WAIT_MS));

@@ -1,3 +1,4 @@
+import { submitPendingCnam } from '../../shared/cnam/registration.ts';
 import { activateNumber } from '../../shared/numbers/lifecycle.ts';
 import { PROVISIONING_QUEUE, type ProvisioningJob } from '../../shared/numbers/provisioning.ts';
 import type { Processor } from '../processor.ts';
@@ -9,6 +10,8 @@ export const numberProvisioning: Processor<ProvisioningJob> = {
   concurrency: 10,
   async process(job, deps) {
     const row = await activateNumber(deps.db, job.data.phoneId);
+    // Its caller name (from the organization's name) is registered once it is active; also on a retry after a crash.
+    await submitPendingCnam(deps.db, deps.redis, deps.config, job.data.phoneId);
     return { activated: row !== null };
   },
 };

@@ -1,4 +1,3 @@
-import { callRuntime } from '../../shared/calls/runtime.ts';
 import { TICKET_CLEANUP_QUEUE, type TicketCleanupJob } from '../../shared/tickets/queue.ts';
 import { getTicketState, revokeUnusedTicket } from '../../shared/tickets/tickets.ts';
 import type { Processor } from '../processor.ts';
@@ -21,7 +20,7 @@ export const ticketCleanup: Processor<TicketCleanupJob> = {
       const t = await getTicketState(deps.db, callId);
       if (t && t.revoke_reason !== 'ticket_expired') return t.used_at ? 'used' : 'revoked';
     }
-    const applied = await callRuntime(deps, true).transition(callId, { type: 'abandon', reason: 'ticket_expired', at: new Date() });
+    const applied = await deps.calls.transition(callId, { type: 'abandon', reason: 'ticket_expired', at: new Date() });
     return applied ? applied.step.result : 'missing';
   },
 };

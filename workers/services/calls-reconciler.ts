@@ -1,5 +1,5 @@
 import { reconcileOnce } from '../../shared/calls/reconcile.ts';
-import { callRuntime } from '../../shared/calls/runtime.ts';
+import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
 
 // Runs the calls reconciler (shared/calls/reconcile.ts) every RECONCILE_MS: frees channels of calls that ended
@@ -12,30 +12,12 @@ export const callsReconciler: Service = {
   name: 'calls-reconciler',
   async start(deps) {
     const log = deps.log.child({ service: 'calls-reconciler' });
-    const rt = callRuntime(deps, true);
+    const rt = deps.calls;
     const nudged = new Map<string, number>();
     let pass = 0;
-    let stopped = false;
-    let timer: NodeJS.Timeout | null = null;
-    let running: Promise<void> = Promise.resolve();
-    const tick = () => {
-      running = (async () => {
-        try {
-          const r = await reconcileOnce(rt, nudged, Date.now(), { spendHolds: pass++ % SPEND_HOLDS_EVERY === 0 });
-          if (r.released || r.recounted || r.requeued || r.forced || r.spend_settled || r.spend_recounted || r.spend_seeded) log.info(r, 'calls reconciled');
-        } catch (err) {
-          log.warn({ err: (err as Error).message }, 'calls reconcile pass failed');
-        }
-        if (!stopped) timer = setTimeout(tick, RECONCILE_MS);
-      })();
-    };
-    tick();
-    return {
-      async stop() {
-        stopped = true;
-        if (timer) clearTimeout(timer);
-        await running;
-      },
-    };
+    return periodic('calls reconcile pass', RECONCILE_MS, async () => {
+      const r = await reconcileOnce(rt, nudged, Date.now(), { spendHolds: pass++ % SPEND_HOLDS_EVERY === 0 });
+      if (r.released || r.recounted || r.requeued || r.forced || r.spend_settled || r.spend_recounted || r.spend_seeded) log.info(r, 'calls reconciled');
+    }, { log });
   },
 };

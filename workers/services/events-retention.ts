@@ -1,6 +1,7 @@
 import { pruneOldEvents, RETENTION_BATCH } from '../../shared/events/retention.ts';
-import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/index.ts';
+import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/idempotency-store.ts';
 import { pruneIdempotencyRecords } from '../../shared/idempotency/records.ts';
+import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
 
 // Keeps the outbox and the delivery log from growing forever: hourly (first a minute after start, so a restart
@@ -14,7 +15,6 @@ export const eventsRetention: Service = {
   name: 'events-retention',
   async start(deps) {
     const days = deps.config.eventsRetentionDays;
-    let running: Promise<void> | null = null;
     const pruneAll = async () => {
       if (days > 0) {
         const p = await pruneOldEvents(deps.db, days);
@@ -23,21 +23,6 @@ export const eventsRetention: Service = {
       const idempotency = await pruneIdempotencyRecords(deps.db, IDEMPOTENCY_RETENTION_MS, RETENTION_BATCH);
       if (idempotency) deps.log.info({ idempotency }, 'pruned expired idempotency records');
     };
-    const sweep = () => {
-      running ??= pruneAll()
-        .catch((err) => deps.log.warn({ err: (err as Error).message }, 'retention sweep failed'))
-        .finally(() => { running = null; });
-    };
-    const first = setTimeout(sweep, FIRST_MS);
-    const timer = setInterval(sweep, EVERY_MS);
-    first.unref();
-    timer.unref();
-    return {
-      stop: async () => {
-        clearTimeout(first);
-        clearInterval(timer);
-        await running;
-      },
-    };
+    return periodic('retention sweep', EVERY_MS, pruneAll, { firstMs: FIRST_MS, log: deps.log });
   },
 };

@@ -1,5 +1,6 @@
 import { staleProvisioning } from '../../shared/numbers/lifecycle.ts';
 import { enqueueProvisioning, SANDBOX_PROVISIONING_MS } from '../../shared/numbers/provisioning.ts';
+import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
 
 // The gateway enqueues a number's provisioning job right after the purchase commits; if it died in between, the
@@ -10,15 +11,8 @@ export const numberProvisioningSweeper: Service = {
     const scale = deps.config.sandboxTimeScale;
     const every = Math.max(1000, Math.round(15_000 * scale));
     const olderThan = Math.max(1000, Math.round(SANDBOX_PROVISIONING_MS * scale * 5));
-    const sweep = async () => {
-      try {
-        for (const id of await staleProvisioning(deps.db, olderThan)) await enqueueProvisioning(deps.redis, deps.config, id);
-      } catch (err) {
-        deps.log.warn({ err: (err as Error).message }, 'provisioning sweep failed');
-      }
-    };
-    const timer = setInterval(() => void sweep(), every);
-    void sweep();
-    return { stop: async () => { clearInterval(timer); } };
+    return periodic('provisioning sweep', every, async () => {
+      for (const id of await staleProvisioning(deps.db, olderThan)) await enqueueProvisioning(deps.redis, deps.config, id);
+    }, { log: deps.log });
   },
 };

@@ -1,0 +1,289 @@
+import { Type } from '@sinclair/typebox';
+import { BUSINESS_TYPES, type BusinessDetails } from '../../shared/caller-trust/enterprise/details.ts';
+import { VALID_EIN_PREFIXES } from '../../shared/caller-trust/enterprise/ein.ts';
+import { pdfPageCount } from '../../shared/caller-trust/enterprise/loa-pdf.ts';
+import {
+  createRegistration, deleteRegistration, generateLoa, getRegistration, loaDocument, signAndSubmit, STATUSES,
+  submitSignedLoa, updateRegistration, type RegistrationRow, type Signing,
+} from '../../shared/caller-trust/enterprise/registrations.ts';
+import { decodeImage, fromBase64 } from '../../shared/caller-trust/images.ts';
+import { validationError } from '../../shared/errors.ts';
+import type { Ctx, Plugin, Reply } from '../http/types.ts';
+import { Nullable, UuidIdParams } from './schemas.ts';
+
+/** The decoded size cap of an LOA uploaded to submit (its base64 fits the 1 MiB JSON body limit). */
+export const SIGNED_LOA_MAX_BYTES = 700 * 1024;
+/** The decoded size cap of a drawn signature PNG. */
+export const DRAWN_SIGNATURE_MAX_BYTES = 200 * 1024;
+
+const E164 = (description: string) => Type.String({ minLength: 2, maxLength: 16, description });
+const Address = Type.Object({
+  line1: Type.String({ minLength: 1, maxLength: 200, description: 'Street address.' }),
+  line2: Type.Optional(Nullable(Type.String({ maxLength: 200 }), 'Suite, floor or unit (optional).')),
+  city: Type.String({ minLength: 1, maxLength: 100, description: 'City.' }),
+  state: Type.String({ minLength: 2, maxLength: 2, description: 'US state or territory code (two capital letters), e.g. TX.' }),
+  postal_code: Type.String({ minLength: 5, maxLength: 10, description: 'ZIP code: NNNNN or NNNNN-NNNN.' }),
+  country: Type.Literal('US', { description: 'Country: US (an EIN is a US identifier).' }),
+}, { additionalProperties: false, description: 'The registered (legal) address of the business.' });
+const Contact = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person authorized to act for the business.' }),
+  title: Type.String({ minLength: 1, maxLength: 120, description: 'Their job title, e.g. Chief Executive Officer.' }),
+  email: Type.String({ format: 'email', maxLength: 254, description: 'Their e-mail address.' }),
+  phone: E164('Their phone number (E.164).'),
+}, { additionalProperties: false, description: 'The authorized contact: the person vetting may call to confirm the registration.' });
+
+const details = {
+  legal_name: Type.String({ minLength: 1, maxLength: 200, description: 'Legal business name exactly as registered with the IRS.' }),
+  ein: Type.String({ pattern: '^\\d{2}-\\d{7}$', description: `Employer Identification Number, NN-NNNNNNN; the first two digits must be a valid IRS campus prefix (${VALID_EIN_PREFIXES.length} of the 100 two-digit values; 00, 07-09, 17-19, 28, 29, 49, 69, 70, 78, 79, 89, 96 and 97 were never assigned). Sandbox: an EIN ending in 9 is rejected by vetting.` }),
+  business_type: Type.Unsafe<(typeof BUSINESS_TYPES)[number]>({ type: 'string', enum: [...BUSINESS_TYPES], description: 'Legal form of the business.' }),
+  industry: Type.String({ minLength: 1, maxLength: 100, description: 'Industry or line of business, e.g. Dental care.' }),
+  website: Type.String({ minLength: 4, maxLength: 300, description: 'The business\'s website (http or https URL).' }),
+  registered_address: Address,
+  authorized_contact: Contact,
+  phone_numbers: Type.Array(E164('A number (E.164).'), { minItems: 1, maxItems: 500, description: 'The organization\'s numbers the LOA covers (E.164, each held by the organization, not released; at most 500).' }),
+};
+const partialDetails = (description: string, extra: object = {}) =>
+  Type.Partial(Type.Object(details), { additionalProperties: false, description, ...extra });
+
+const LoaFile = (what: string) => Nullable(Type.Object({
+  url: Type.String({ description: `Where to download the ${what} LOA (GET, application/pdf, caller_trust:read).` }),
+  sha256: Type.String({ description: 'SHA-256 of the PDF (hex).' }),
+  size_bytes: Type.Integer({ description: 'Size of the PDF in bytes.' }),
+  created_at: Type.String({ format: 'date-time', description: 'When it was generated, signed or uploaded.' }),
+}), `The ${what} LOA, or null when there is none.`);
+
+const Registration = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The registration id.' }),
+  status: Type.Unsafe<(typeof STATUSES)[number]>({ type: 'string', enum: [...STATUSES], description: 'DRAFT, PENDING_VETTING, APPROVED or REJECTED.' }),
+  ...details,
+  rejection_reasons: Type.Array(Type.String(), { description: 'Why vetting rejected it (code: explanation); empty otherwise.' }),
+  loa: Type.Object({
+    unsigned: LoaFile('unsigned'),
+    signed: LoaFile('signed'),
+    signature_method: Nullable(Type.Unsafe<'in_app' | 'uploaded'>({ type: 'string', enum: ['in_app', 'uploaded'] }),
+      'How the LOA of the current vetting round was signed: in_app (sign-and-submit, resign) or uploaded (submit); null before.'),
+  }, { description: 'The Letter of Authorization documents.' }),
+  submitted_at: Nullable(Type.String({ format: 'date-time' }), 'When it last went into vetting; null before.'),
+  decided_at: Nullable(Type.String({ format: 'date-time' }), 'When vetting last decided; null while undecided.'),
+  created_at: Type.String({ format: 'date-time', description: 'When the draft was created.' }),
+  updated_at: Type.String({ format: 'date-time', description: 'When it last changed.' }),
+}, { description: 'An enterprise registration: the legal business details, the LOA and the vetting status.' });
+
+const EXAMPLE_DETAILS: BusinessDetails = {
+  legal_name: 'Acme Dental Group, LLC', ein: '74-1234567', business_type: 'llc', industry: 'Dental care',
+  website: 'https://acmedental.example',
+  registered_address: { line1: '500 Congress Ave', line2: 'Suite 200', city: 'Austin', state: 'TX', postal_code: '78701', country: 'US' },
+  authorized_contact: { name: 'Dana Ruiz', title: 'Chief Executive Officer', email: 'dana@acmedental.example', phone: '+15125550100' },
+  phone_numbers: ['+15125550123', '+15125550124'],
+};
+const EXAMPLE_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70';
+const EXAMPLE = {
+  id: EXAMPLE_ID, status: 'DRAFT', ...EXAMPLE_DETAILS, rejection_reasons: [],
+  loa: { unsigned: null, signed: null, signature_method: null },
+  submitted_at: null, decided_at: null, created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
+};
+const loaExample = (version: string) => ({
+  url: `https://api.example.com/v1/caller-trust/enterprise/${EXAMPLE_ID}/loa?version=${version}`,
+  sha256: '9f2c1e0b7a4d3c2b1a09f8e7d6c5b4a392817e6d5c4b3a291807f6e5d4c3b2a1', size_bytes: 4871, created_at: '2026-11-20T15:10:00.000Z',
+});
+const PENDING_EXAMPLE = {
+  ...EXAMPLE, status: 'PENDING_VETTING',
+  loa: { unsigned: loaExample('unsigned'), signed: loaExample('signed'), signature_method: 'in_app' },
+  submitted_at: '2026-11-20T15:10:00.000Z', updated_at: '2026-11-20T15:10:00.000Z',
+};
+
+function registrationView(r: RegistrationRow, baseUrl: string) {
+  const file = (v: 'unsigned' | 'signed') => {
+    const f = r.loas?.[v];
+    return f ? { url: `${baseUrl}/v1/caller-trust/enterprise/${r.id}/loa?version=${v}`, sha256: f.sha256, size_bytes: f.size,
+      created_at: new Date(f.created_at).toISOString() } : null;
+  };
+  return {
+    id: r.id, status: r.status, legal_name: r.legal_name, ein: r.ein, business_type: r.business_type, industry: r.industry,
+    website: r.website, registered_address: r.registered_address, authorized_contact: r.authorized_contact,
+    phone_numbers: r.phone_numbers, rejection_reasons: r.rejection_reasons,
+    loa: { unsigned: file('unsigned'), signed: file('signed'), signature_method: r.signature_method },
+    submitted_at: r.submitted_at?.toISOString() ?? null, decided_at: r.decided_at?.toISOString() ?? null,
+    created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(),
+  };
+}
+
+const Data = Type.Object({ data: Registration });
+const IdParams = UuidIdParams('enterprise registration');
+const ok = (ctx: { baseUrl: string }, status = 200) => (r: RegistrationRow): Reply => ({ status, body: { data: registrationView(r, ctx.baseUrl) } });
+
+const signFields = {
+  signer_name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person signing for the business.' }),
+  signer_title: Type.String({ minLength: 1, maxLength: 120, description: 'Their title.' }),
+  typed_signature: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'A typed signature (usually the signer\'s name), rendered in a script face. Give this or drawn_signature_png.' })),
+  drawn_signature_png: Type.Optional(Type.String({ minLength: 8, maxLength: Math.ceil(DRAWN_SIGNATURE_MAX_BYTES / 3) * 4 + 4, description: `A drawn signature: a PNG (base64, at most ${DRAWN_SIGNATURE_MAX_BYTES / 1024} KiB, at most 4 megapixels), decoded and re-encoded before it is placed. Give this or typed_signature.` })),
+  consent: Type.Literal(true, { description: 'Must be true: the signer consents to sign electronically and to be bound by the LOA.' }),
+};
+const SignBody = Type.Object(signFields, { additionalProperties: false });
+const ResignBody = Type.Object({
+  ...signFields,
+  changes: Type.Optional(partialDetails('Corrections to the business details, applied before the new LOA is generated and signed (the fixes vetting asked for).')),
+}, { additionalProperties: false });
+const SIGN_EXAMPLE = { signer_name: 'Dana Ruiz', signer_title: 'Chief Executive Officer', typed_signature: 'Dana Ruiz', consent: true };
+
+type SignBodyT = { signer_name: string; signer_title: string; typed_signature?: string; drawn_signature_png?: string; consent: true };
+
+/** The signature of a sign request: exactly one of typed or drawn; a drawn one is decoded as PNG for real. */
+async function signing(ctx: Ctx<SignBodyT, unknown, unknown>): Promise<Signing> {
+  const b = ctx.body;
+  const both = 'give exactly one of typed_signature or drawn_signature_png';
+  if ((b.typed_signature === undefined) === (b.drawn_signature_png === undefined)) {
+    throw validationError(b.typed_signature === undefined ? { typed_signature: both, drawn_signature_png: both } : { drawn_signature_png: both });
+  }
+  const meta = { signerName: b.signer_name, signerTitle: b.signer_title, clientAddress: ctx.clientAddress,
+    forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null };
+  if (b.typed_signature !== undefined) {
+    if (!b.typed_signature.trim()) throw validationError({ typed_signature: 'must not be blank' });
+    return { ...meta, signature: { kind: 'typed', text: b.typed_signature.trim() } };
+  }
+  const bytes = fromBase64(b.drawn_signature_png!);
+  if (!bytes) throw validationError({ drawn_signature_png: 'must be base64' });
+  if (bytes.length > DRAWN_SIGNATURE_MAX_BYTES) throw validationError({ drawn_signature_png: `exceeds ${DRAWN_SIGNATURE_MAX_BYTES} bytes` });
+  const img = await decodeImage(bytes, { formats: ['png'], maxSide: 1000, limitPixels: 2000 * 2000 });
+  if (!img.ok) throw validationError({ drawn_signature_png: img.reason });
+  return { ...meta, signature: { kind: 'drawn', png: img.image.png } };
+}
+
+const STATE_ERRORS = ['enterprise_status_conflict', 'idempotency_conflict'] as const;
+const pinned = (id: boolean) => (id ? 'the registration {id}' : 'the primary registration (its APPROVED one, else its newest)');
+
+export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'POST', path: '/v1/caller-trust/enterprise', scope: 'caller_trust:write', tag: 'Enterprise Registration',
+    summary: 'Create an enterprise registration draft',
+    description: 'Creates a DRAFT with the legal business details. Every field is required except registered_address.line2. '
+      + 'The EIN must be NN-NNNNNNN with a valid IRS campus prefix; every number must be held by the organization. '
+      + 'Next: generate-loa to review or hand-sign the Letter of Authorization, then sign-and-submit or submit.',
+    examples: { request: EXAMPLE_DETAILS, response: { data: EXAMPLE } },
+    body: Type.Object(details, { additionalProperties: false }),
+    response: { status: 201, schema: Data }, errors: ['idempotency_conflict'],
+    handler: async (ctx) => ok(ctx, 201)(await createRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(ok(ctx, 201)))),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/caller-trust/enterprise', scope: 'caller_trust:read', tag: 'Enterprise Registration',
+    summary: 'Read the primary enterprise registration',
+    description: 'Answers the organization\'s primary registration: its APPROVED one if it has one, else its newest '
+      + 'registration that is not deleted. not_found when it has none. Read-only.',
+    examples: { response: { data: PENDING_EXAMPLE } }, response: { status: 200, schema: Data },
+    handler: async (ctx) => ok(ctx)(await getRegistration(ctx.deps.db, ctx.principal.organizationId, null)),
+  });
+  routes.add({
+    method: 'GET', path: '/v1/caller-trust/enterprise/{id}', scope: 'caller_trust:read', tag: 'Enterprise Registration',
+    summary: 'Read an enterprise registration',
+    description: 'Answers one registration of the organization (another organization\'s id is not_found). Read-only.',
+    examples: { response: { data: PENDING_EXAMPLE } }, params: IdParams, response: { status: 200, schema: Data },
+    handler: async (ctx) => ok(ctx)(await getRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.params.id)),
+  });
+  routes.add({
+    method: 'PATCH', path: '/v1/caller-trust/enterprise/{id}', scope: 'caller_trust:write', tag: 'Enterprise Registration',
+    summary: 'Edit a draft enterprise registration',
+    description: 'Changes the given business details (at least one; nested objects are replaced whole) of a DRAFT. Any '
+      + 'other status: enterprise_status_conflict naming it. The generated (unsigned) LOA no longer matches and is '
+      + 'dropped; generate-loa makes a new one.',
+    examples: { request: { industry: 'Dental and orthodontic care' }, response: { data: { ...EXAMPLE, industry: 'Dental and orthodontic care' } } },
+    params: IdParams, body: partialDetails('The business details to change.', { minProperties: 1 }),
+    response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+    handler: async (ctx) => ok(ctx)(await updateRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.params.id,
+      ctx.body as Partial<BusinessDetails>, ctx.idempotent(ok(ctx)))),
+  });
+  routes.add({
+    method: 'DELETE', path: '/v1/caller-trust/enterprise/{id}', scope: 'caller_trust:write', tag: 'Enterprise Registration',
+    summary: 'Delete a draft or rejected enterprise registration',
+    description: 'Deletes a DRAFT or REJECTED registration (PENDING_VETTING and APPROVED: enterprise_status_conflict). '
+      + 'It is no longer readable; its record and LOAs are kept as history. Answers 204 with no body.',
+    params: IdParams, response: { status: 204, description: 'Deleted' }, errors: [...STATE_ERRORS],
+    handler: async (ctx) => {
+      const reply = (): Reply => ({ status: 204 });
+      await deleteRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      return reply();
+    },
+  });
+
+  for (const withId of [false, true]) {
+    const base = withId ? '/v1/caller-trust/enterprise/{id}' : '/v1/caller-trust/enterprise';
+    const params = withId ? { params: IdParams } : {};
+    const id = (ctx: { params: unknown }) => (withId ? (ctx.params as { id: string }).id : null);
+    routes.add({
+      method: 'POST', path: `${base}/generate-loa`, scope: 'caller_trust:write', tag: 'Enterprise Registration',
+      summary: withId ? 'Generate the LOA of an enterprise registration' : 'Generate the LOA of the primary enterprise registration',
+      description: `Generates the Letter of Authorization PDF of ${pinned(withId)} from its current business details: the `
+        + 'business, the numbers it covers, the authorization text and a signature page. loa.unsigned.url is where to '
+        + 'download it (application/pdf) for review or hand signing; a new call replaces it. DRAFT or REJECTED only.',
+      examples: { response: { data: { ...EXAMPLE, loa: { unsigned: loaExample('unsigned'), signed: null, signature_method: null } } } },
+      ...params, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+      handler: async (ctx) => ok(ctx)(await generateLoa(ctx.deps.db, ctx.principal.organizationId, id(ctx), ctx.idempotent(ok(ctx)))),
+    });
+    routes.add({
+      method: 'POST', path: `${base}/sign-and-submit`, scope: 'caller_trust:write', tag: 'Enterprise Registration',
+      summary: withId ? 'Sign the LOA and submit an enterprise registration' : 'Sign the LOA and submit the primary enterprise registration',
+      description: `Signs the LOA of ${pinned(withId)} (a DRAFT) in the app and moves it to PENDING_VETTING: the letter last `
+        + 'generated (or a new one) gets the signature (typed, or a drawn PNG), the signer\'s name and title and the date '
+        + 'in its signature block, and an audit-trail page: signed at, signer, client address and the SHA-256 of the '
+        + 'unsigned document. consent must be true. Fires enterprise.status.updated; vetting decides later.',
+      examples: { request: SIGN_EXAMPLE, response: { data: PENDING_EXAMPLE } },
+      ...params, body: SignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+      handler: async (ctx) => {
+        const s = await signing(ctx as Ctx<SignBodyT, unknown, unknown>);
+        return ok(ctx)(await signAndSubmit(ctx.deps, ctx.principal.organizationId, id(ctx), 'sign_and_submit', s, undefined, ctx.idempotent(ok(ctx))));
+      },
+    });
+    routes.add({
+      method: 'POST', path: `${base}/submit`, scope: 'caller_trust:write', tag: 'Enterprise Registration',
+      summary: withId ? 'Submit an enterprise registration with an LOA signed out of band' : 'Submit the primary enterprise registration with an LOA signed out of band',
+      description: `Submits ${pinned(withId)} (DRAFT, or REJECTED to resubmit) with an LOA signed by hand: signed_loa_pdf is `
+        + `the PDF as base64 in the JSON body (at most ${SIGNED_LOA_MAX_BYTES / 1024} KiB decoded, so the body stays under the `
+        + '1 MiB limit). It must open as a PDF with at least one page. Moves to PENDING_VETTING and fires enterprise.status.updated.',
+      examples: { request: { signed_loa_pdf: 'JVBERi0xLjcKJYGBgYEKCjUgMCBvYmoKPDwKL0ZpbHRlciAvRmxhdGVEZWNvZGUK...' },
+        response: { data: { ...PENDING_EXAMPLE, loa: { ...PENDING_EXAMPLE.loa, signature_method: 'uploaded' } } } },
+      ...params,
+      body: Type.Object({ signed_loa_pdf: Type.String({ minLength: 8, maxLength: Math.ceil(SIGNED_LOA_MAX_BYTES / 3) * 4 + 4,
+        description: 'The signed LOA PDF, base64.' }) }, { additionalProperties: false }),
+      response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+      handler: async (ctx) => {
+        const pdf = fromBase64(ctx.body.signed_loa_pdf);
+        if (!pdf) throw validationError({ signed_loa_pdf: 'must be base64' });
+        if (pdf.length > SIGNED_LOA_MAX_BYTES) throw validationError({ signed_loa_pdf: `exceeds ${SIGNED_LOA_MAX_BYTES} bytes` });
+        if ((await pdfPageCount(pdf)) < 1) throw validationError({ signed_loa_pdf: 'is not a PDF (it does not open as one, or has no page)' });
+        const meta = { clientAddress: ctx.clientAddress, forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null };
+        return ok(ctx)(await submitSignedLoa(ctx.deps, ctx.principal.organizationId, id(ctx), pdf, meta, ctx.idempotent(ok(ctx))));
+      },
+    });
+  }
+
+  routes.add({
+    method: 'POST', path: '/v1/caller-trust/enterprise/{id}/resign', scope: 'caller_trust:write', tag: 'Enterprise Registration',
+    summary: 'Re-sign a rejected enterprise registration',
+    description: 'For a REJECTED registration: applies the corrections in changes (optional), generates a new LOA, signs it '
+      + 'as sign-and-submit does and moves it back to PENDING_VETTING (a new vetting round; rejection_reasons are '
+      + 'cleared). Any other status: enterprise_status_conflict. Fires enterprise.status.updated.',
+    examples: { request: { ...SIGN_EXAMPLE, changes: { ein: '74-1234568' } }, response: { data: { ...PENDING_EXAMPLE, ein: '74-1234568' } } },
+    params: IdParams, body: ResignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+    handler: async (ctx) => {
+      const s = await signing(ctx as unknown as Ctx<SignBodyT, unknown, unknown>);
+      return ok(ctx)(await signAndSubmit(ctx.deps, ctx.principal.organizationId, ctx.params.id, 'resign', s,
+        ctx.body.changes as Partial<BusinessDetails> | undefined, ctx.idempotent(ok(ctx))));
+    },
+  });
+  routes.add({
+    method: 'GET', path: '/v1/caller-trust/enterprise/{id}/loa', scope: 'caller_trust:read', tag: 'Enterprise Registration',
+    summary: 'Download the LOA PDF of an enterprise registration',
+    description: 'Answers the LOA as application/pdf: version=unsigned (as generated) or version=signed (signed in the app, '
+      + 'with its audit-trail page, or as uploaded); without version the signed one when there is one, else the '
+      + 'unsigned one. not_found when there is no such document yet.',
+    params: IdParams,
+    query: Type.Object({ version: Type.Optional(Type.Unsafe<'unsigned' | 'signed'>({ type: 'string', enum: ['unsigned', 'signed'],
+      description: 'unsigned or signed (default: signed if there is one).' })) }, { additionalProperties: false }),
+    response: { status: 200, contentType: 'application/pdf', description: 'The LOA (PDF)' },
+    handler: async (ctx) => {
+      const doc = await loaDocument(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.query.version);
+      return { status: 200, raw: doc.pdf, headers: { 'content-type': 'application/pdf', 'cache-control': 'private, no-store',
+        'content-disposition': `inline; filename="loa-${doc.registrationId}-${doc.version}.pdf"` } };
+    },
+  });
+};
+

@@ -1,0 +1,36 @@
+import { Type } from '@sinclair/typebox';
+import { ApiError, validationError } from '../../shared/errors.ts';
+import { parseE164 } from '../../shared/phone/e164.ts';
+import { INBOX_LIST_MAX, inboxEntryView, readInbox } from '../../shared/sandbox/inbox.ts';
+import type { Plugin } from '../http/types.ts';
+
+// The sandbox's test inbox: what the simulated carrier delivered to external numbers (shared/sandbox/inbox.ts).
+
+const Entry = Type.Object({
+  id: Type.Integer({ description: 'Increasing id of the entry.' }),
+  phone_number: Type.String({ description: 'The external number it was delivered to (E.164).' }),
+  channel: Type.Literal('voice', { description: 'voice: something a call said.' }),
+  kind: Type.String({ description: 'What produced it: caller_id_verification_call.' }),
+  text: Type.String({ description: 'What was said (a verification call speaks the code\'s digits, twice).' }),
+  created_at: Type.String({ format: 'date-time', description: 'When it was delivered.' }),
+}, { description: 'One thing the sandbox carrier delivered to an external number.' });
+
+export const sandboxRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'GET', path: '/v1/sandbox/inbox', scope: 'voice:read', tag: 'Sandbox', summary: 'Read the sandbox test inbox of a number',
+    description: `What the sandbox carrier delivered to an external number because of this organization, newest first (at most ${INBOX_LIST_MAX}): `
+      + 'today the speech of caller-ID verification calls. Another organization\'s deliveries are never shown. Only with the '
+      + 'sandbox carrier (not_found otherwise).',
+    examples: { response: { data: [{ id: 17, phone_number: '+12125550187', channel: 'voice', kind: 'caller_id_verification_call',
+      text: 'This is the Openline caller ID verification service. Your verification code is 4, 8, 2, 9, 1, 7. Again, your code is 4, 8, 2, 9, 1, 7. Goodbye.',
+      created_at: '2026-11-20T15:04:05.000Z' }] } },
+    query: Type.Object({ phone_number: Type.String({ maxLength: 32, description: 'The external number (E.164).' }) }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Entry, { description: 'Deliveries, newest first.' }) }) },
+    handler: async ({ deps, principal, query }) => {
+      if (deps.config.carrier !== 'sandbox') throw new ApiError('not_found', 'The sandbox inbox exists only with the sandbox carrier.');
+      if (!parseE164(query.phone_number)) throw validationError({ phone_number: 'must be an E.164 number, e.g. +12125550187' });
+      const rows = await readInbox(deps.db, principal.organizationId, query.phone_number);
+      return { status: 200, body: { data: rows.map(inboxEntryView) } };
+    },
+  });
+};

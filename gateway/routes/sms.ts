@@ -1,0 +1,221 @@
+import { Type } from '@sinclair/typebox';
+import { PageQuery } from '../../shared/pagination.ts';
+import { receiveInbound, type InboundResult } from '../../shared/sms/inbound.ts';
+import { acceptSend, getMessage, listMessages, messageView, sendQueue, type MessageRow } from '../../shared/sms/messages.ts';
+import {
+  CAMPAIGN_USE_CASES, findRegistration, numbersTextingStatus, registrationView, submitRegistration, type Submitted,
+} from '../../shared/sms/registration.ts';
+import { registrationProvider } from '../../shared/sms/sandbox-registration.ts';
+import { MAX_SEGMENTS } from '../../shared/sms/segments.ts';
+import type { GatewayDeps, Plugin, Reply } from '../http/types.ts';
+import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+
+const E164 = (description: string) => Type.String({ minLength: 1, maxLength: 32, description });
+const ISO = (description: string) => Type.String({ format: 'date-time', description });
+const STATUSES = ['queued', 'sent', 'delivered', 'undelivered', 'failed', 'received'] as const;
+
+const Message = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The message id.' }),
+  phone_number: Type.String({ description: 'The remote party: the recipient of an outbound message, the sender of an inbound one.' }),
+  from_number: Type.String({ description: 'Who sent it (your number for outbound).' }),
+  to_number: Type.String({ description: 'Who it was sent to (your number for inbound).' }),
+  direction: Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], { description: 'outbound (sent by you) or inbound (a reply).' }),
+  status: Type.Union(STATUSES.map((s) => Type.Literal(s)), {
+    description: 'Outbound: queued, then sent (the carrier accepted it), then delivered or undelivered; failed when the '
+      + 'carrier refused it, the recipient opted out or the spend cap refused it. Inbound: received.' }),
+  body: Type.String({ description: 'The text.' }),
+  encoding: Type.Union([Type.Literal('GSM-7'), Type.Literal('UCS-2')], { description: 'GSM-7 when every character is in the GSM 03.38 alphabet, else UCS-2.' }),
+  segments: Type.Integer({ description: 'Segments the body takes (what is charged): 160/153 GSM-7 or 70/67 UCS-2 characters each.' }),
+  provider_id: Nullable(Type.String(), 'The carrier\'s id of the message; null until handed over.'),
+  error_message: Nullable(Type.String(), 'Why it failed or was undelivered (a carrier error, recipient_opted_out or spend_cap_reached); else null.'),
+  auto_reply_to: Nullable(Type.String(), 'For an automatic reply to STOP/START/HELP: the inbound message it answers.'),
+  channel: Type.Literal('sms', { description: 'Always sms.' }),
+  created_at: ISO('When it was accepted or received.'),
+  sent_at: Nullable(ISO('When the carrier accepted it.'), 'When the carrier accepted it; null before.'),
+  delivered_at: Nullable(ISO('When the handset received it.'), 'When the handset received it; null unless delivered.'),
+  updated_at: ISO('When its status last changed.'),
+}, { description: 'An SMS message.' });
+
+const MESSAGE_EXAMPLE = {
+  id: '0193a4e1-2b3c-7d4e-8f50-61a2b3c4d5e6', phone_number: '+12125550187', from_number: '+14155550123', to_number: '+12125550187',
+  direction: 'outbound', status: 'queued', body: 'Your appointment is tomorrow at 10 AM. Reply STOP to opt out.', encoding: 'GSM-7',
+  segments: 1, provider_id: null, error_message: null, auto_reply_to: null, channel: 'sms', created_at: '2026-11-23T01:00:00.000Z',
+  sent_at: null, delivered_at: null, updated_at: '2026-11-23T01:00:00.000Z',
+};
+
+const Brand = Type.Object({
+  legal_name: Type.String({ minLength: 2, maxLength: 255, description: 'The business\'s legal name, as registered with the tax authority.' }),
+  ein: Type.String({ pattern: '^\\d{2}-?\\d{7}$', description: 'US Employer Identification Number (12-3456789).' }),
+  website: Type.Optional(Type.String({ maxLength: 255, description: 'The business\'s website.' })),
+  vertical: Type.String({ minLength: 2, maxLength: 64, description: 'Industry, e.g. healthcare, retail, real_estate.' }),
+  country: Type.Literal('US', { description: 'Country of registration (US: 10DLC).' }),
+}, { additionalProperties: false, description: 'Who sends: the brand.' });
+
+const Campaign = Type.Object({
+  use_case: Type.Union(CAMPAIGN_USE_CASES.map((u) => Type.Literal(u)), { description: 'What the messages are for.' }),
+  description: Type.String({ minLength: 20, maxLength: 1000, description: 'What is sent and to whom.' }),
+  sample_messages: Type.Array(Type.String({ minLength: 10, maxLength: 320, description: 'A message as it will be sent.' }),
+    { minItems: 1, maxItems: 5, description: '1 to 5 sample messages; vetting expects opt-out language (Reply STOP).' }),
+  message_flow: Type.String({ minLength: 20, maxLength: 1000, description: 'How recipients give consent (opt in).' }),
+}, { additionalProperties: false, description: 'What is sent: the campaign.' });
+
+const Registration = Type.Object({
+  id: Nullable(Type.String({ format: 'uuid' }), 'The registration id; null when none was submitted.'),
+  status: Type.Union(['none', 'pending', 'approved', 'rejected'].map((s) => Type.Literal(s)), {
+    description: 'none (never submitted), pending (being vetted), approved (texting allowed), rejected (see rejection_reason; submit again).' }),
+  brand: Nullable(Type.Object({}, { additionalProperties: true }), 'The submitted brand; null when none.'),
+  campaign: Nullable(Type.Object({}, { additionalProperties: true }), 'The submitted campaign; null when none.'),
+  provider: Nullable(Type.String(), 'Who vets it (sandbox).'),
+  rejection_reason: Nullable(Type.String(), 'Why vetting rejected it; null unless rejected.'),
+  submitted_at: Nullable(ISO('When it was last submitted.'), 'When it was last submitted.'),
+  decided_at: Nullable(ISO('When vetting decided.'), 'When vetting decided; null while pending.'),
+  numbers: Type.Array(Type.Object({
+    phone_number: Type.String({ description: 'A number of the organization.' }),
+    texting_status: Type.String({ description: 'not_registered, pending, registered or rejected.' }),
+  }, { description: 'A number and its texting status.' }), { description: 'Each held number\'s texting_status.' }),
+}, { description: 'The organization\'s texting (A2P 10DLC) registration.' });
+
+const BRAND_EXAMPLE = { legal_name: 'Acme Dental LLC', ein: '12-3456789', website: 'https://acmedental.example', vertical: 'healthcare', country: 'US' };
+const CAMPAIGN_EXAMPLE = {
+  use_case: 'appointment_reminders', description: 'Appointment reminders and rescheduling links for our patients.',
+  sample_messages: ['Acme Dental: your cleaning is tomorrow at 10 AM. Reply STOP to opt out.'],
+  message_flow: 'Patients opt in on the booking form by ticking an unchecked SMS consent box.',
+};
+const REGISTRATION_EXAMPLE = {
+  id: '0193a4e0-1a2b-7c3d-8e4f-5a6b7c8d9e0f', status: 'pending', brand: BRAND_EXAMPLE, campaign: CAMPAIGN_EXAMPLE, provider: 'sandbox',
+  rejection_reason: null, submitted_at: '2026-11-23T01:00:00.000Z', decided_at: null,
+  numbers: [{ phone_number: '+14155550123', texting_status: 'pending' }],
+};
+
+async function registrationReply(deps: GatewayDeps, orgId: string) {
+  return registrationView(await findRegistration(deps.db, orgId), await numbersTextingStatus(deps.db, orgId));
+}
+
+const inboundView = (r: InboundResult) =>
+  ({ message: messageView(r.message), keyword: r.keyword, reply: r.reply ? messageView(r.reply) : null });
+
+// SMS: sending and reading messages, the texting registration, and the sandbox's inbound simulation. Rules live
+// in shared/sms.
+export const smsRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'POST', path: '/v1/sms/send', scope: 'sms:write', tag: 'SMS', summary: 'Send an SMS',
+    description: 'Accepts a message from an ACTIVE, texting-registered number of your organization and answers it queued '
+      + `(202); it is sent asynchronously, each number at most SMS_NUMBER_RATE_PER_SECOND messages per second (default 1). `
+      + `The body may take at most ${MAX_SEGMENTS} segments (GSM-7: 160 characters single, 153 per segment; UCS-2: 70 / 67). `
+      + 'Refused with 403 texting_not_ready when the texting registration is missing, pending or rejected or from_number '
+      + 'cannot send (fields.reason, fields.registration_status), 403 recipient_opted_out when the recipient replied STOP, '
+      + '403 forbidden when a number is outside the credential\'s bounds, 403 destination_blocked when a demo key texts a '
+      + 'number outside the sandbox\'s 555 numbers. Each segment is charged when the message is handed '
+      + 'to the carrier (daily spend cap). Events: sms_sent, then sms_delivered or sms_failed.',
+    examples: {
+      request: { from_number: '+14155550123', to_number: '+12125550187', body: MESSAGE_EXAMPLE.body },
+      response: { data: MESSAGE_EXAMPLE },
+    },
+    body: Type.Object({
+      from_number: E164('Your ACTIVE, texting-registered number (E.164), inside the credential\'s bounds.'),
+      to_number: E164('The recipient (E.164), inside the credential\'s bounds.'),
+      body: Type.String({ minLength: 1, maxLength: 1600, description: `The text, at most ${MAX_SEGMENTS} segments.` }),
+    }, { additionalProperties: false }),
+    response: { status: 202, description: 'Accepted: the message, queued.', schema: Type.Object({ data: Message }) },
+    errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'recipient_opted_out', 'idempotency_conflict'],
+    handler: async (ctx) => {
+      const reply = (m: MessageRow): Reply => ({ status: 202, body: { data: messageView(m) } });
+      return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal, ctx.body,
+        ctx.idempotent(reply)));
+    },
+  });
+
+  routes.add({
+    method: 'GET', path: '/v1/sms/messages', scope: 'sms:read', tag: 'SMS', summary: 'List SMS messages',
+    description: 'Lists the organization\'s messages, outbound and inbound, newest first; filter by direction, status, the '
+      + 'remote phone_number or your local_number; paginated with limit, order and cursor. Read-only.',
+    examples: { response: { data: [MESSAGE_EXAMPLE], meta: { page_size: 20 } } },
+    query: Type.Object({
+      ...PageQuery,
+      direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], { description: 'Only this direction.' })),
+      status: Type.Optional(Type.Union(STATUSES.map((s) => Type.Literal(s)), { description: 'Only this status.' })),
+      phone_number: Type.Optional(E164('Only messages with this remote party.')),
+      local_number: Type.Optional(E164('Only messages sent from or received on this number of yours.')),
+    }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Message, { description: 'The messages.' }), meta: ListMeta }) },
+    handler: async ({ deps, principal, query }) => {
+      const { limit, cursor, order, ...filters } = query;
+      const page = deps.cursors.params('sms-messages', { limit, cursor, order });
+      const out = deps.cursors.page('sms-messages', page, await listMessages(deps.db, principal.organizationId, filters, page), (m) => m.id);
+      return { status: 200, body: { data: out.data.map(messageView), meta: out.meta } };
+    },
+  });
+
+  routes.add({
+    method: 'GET', path: '/v1/sms/messages/{id}', scope: 'sms:read', tag: 'SMS', summary: 'Read an SMS message',
+    description: 'Answers one message of the organization with its current status. Read-only.',
+    examples: { response: { data: { ...MESSAGE_EXAMPLE, status: 'delivered', provider_id: 'SBX0193a4e12b3c7d4e8f5061a2b3c4d5e6',
+      sent_at: '2026-11-23T01:00:01.000Z', delivered_at: '2026-11-23T01:00:03.000Z', updated_at: '2026-11-23T01:00:03.000Z' } } },
+    params: UuidIdParams('message'),
+    response: { status: 200, schema: Type.Object({ data: Message }) },
+    handler: async ({ deps, principal, params }) =>
+      ({ status: 200, body: { data: messageView(await getMessage(deps.db, principal.organizationId, params.id)) } }),
+  });
+
+  routes.add({
+    method: 'GET', path: '/v1/sms/registration', scope: 'sms:read', tag: 'SMS', summary: 'Read the texting registration',
+    description: 'Answers the organization\'s A2P 10DLC texting registration (status none when never submitted) and each '
+      + 'held number\'s texting_status. Read-only.',
+    examples: { response: { data: REGISTRATION_EXAMPLE } },
+    response: { status: 200, schema: Type.Object({ data: Registration }) },
+    handler: async ({ deps, principal }) => ({ status: 200, body: { data: await registrationReply(deps, principal.organizationId) } }),
+  });
+
+  routes.add({
+    method: 'POST', path: '/v1/sms/registration', scope: 'sms:write', tag: 'SMS', summary: 'Submit the texting registration',
+    description: 'Submits a brand and a campaign for A2P 10DLC vetting: the registration becomes pending (202) and its '
+      + 'numbers\' texting_status pending; vetting then approves it (numbers registered, texting allowed) or rejects it '
+      + 'with a rejection_reason. Allowed when there is none or it was rejected; 409 texting_registration_conflict while '
+      + 'pending or approved. Every status change fires TEXTING_REGISTRATION_STATUS_CHANGED. The sandbox vets in 3 s and '
+      + 'rejects an EIN starting with 00 (brand_identity_unverified) and sample messages without opt-out language '
+      + '(campaign_opt_out_language_missing).',
+    examples: { request: { brand: BRAND_EXAMPLE, campaign: CAMPAIGN_EXAMPLE }, response: { data: REGISTRATION_EXAMPLE } },
+    body: Type.Object({ brand: Brand, campaign: Campaign }, { additionalProperties: false }),
+    response: { status: 202, description: 'Submitted: the registration, pending.', schema: Type.Object({ data: Registration }) },
+    errors: ['texting_registration_conflict', 'idempotency_conflict'],
+    handler: async (ctx) => {
+      const reply = (r: Submitted): Reply => ({ status: 202, body: { data: registrationView(r.row, r.numbers) } });
+      return reply(await submitRegistration(ctx.deps.db, registrationProvider(ctx.deps.redis, ctx.deps.config), ctx.principal.organizationId,
+        ctx.body, ctx.idempotent(reply)));
+    },
+  });
+
+  routes.add({
+    method: 'POST', path: '/v1/sandbox/sms/inbound', scope: 'sms:write', tag: 'Sandbox', summary: 'Simulate an inbound SMS',
+    description: 'The sandbox carrier\'s stand-in for a reply from a phone: stores an inbound message from from_number to '
+      + 'your ACTIVE number to_number and fires contact_replied. A body that is only STOP, UNSUBSCRIBE, CANCEL, END or QUIT '
+      + '(any case, trimmed) opts from_number out of SMS from your organization; START or UNSTOP opts it back in; HELP '
+      + 'changes nothing. Each keyword is answered automatically: the reply is recorded as an outbound message and sent.',
+    examples: {
+      request: { from_number: '+12125550187', to_number: '+14155550123', body: 'STOP' },
+      response: { data: {
+        message: { ...MESSAGE_EXAMPLE, id: '0193a4e2-0000-7000-8000-000000000001', phone_number: '+12125550187', from_number: '+12125550187',
+          to_number: '+14155550123', direction: 'inbound', status: 'received', body: 'STOP', provider_id: 'SBXIN0193a4e200007000800000000001' },
+        keyword: 'stop',
+        reply: { ...MESSAGE_EXAMPLE, id: '0193a4e2-0000-7000-8000-000000000002', auto_reply_to: '0193a4e2-0000-7000-8000-000000000001',
+          body: 'Acme Dental: You are unsubscribed and will receive no more messages. Reply START to resubscribe.' },
+      } },
+    },
+    body: Type.Object({
+      from_number: E164('The phone that sends the reply (E.164).'),
+      to_number: E164('Your ACTIVE number that receives it.'),
+      body: Type.String({ minLength: 1, maxLength: 1600, description: 'The text received.' }),
+    }, { additionalProperties: false }),
+    response: { status: 201, description: 'The stored message, the keyword recognized and the automatic reply.', schema: Type.Object({ data: Type.Object({
+      message: Message,
+      keyword: Nullable(Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Literal('help')]), 'The keyword the body is, or null.'),
+      reply: Nullable(Message, 'The automatic reply (queued), or null when the body is no keyword.'),
+    }, { description: 'What happened.' }) }) },
+    errors: ['idempotency_conflict'],
+    handler: async (ctx) => {
+      const reply = (r: InboundResult): Reply => ({ status: 201, body: { data: inboundView(r) } });
+      return reply(await receiveInbound(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal.organizationId,
+        ctx.body, ctx.idempotent(reply)));
+    },
+  });
+};

@@ -1,0 +1,106 @@
+import { Type } from '@sinclair/typebox';
+import { validationError } from '../../shared/errors.ts';
+import { usageByPeriod, usageSummary, type Granularity } from '../../shared/usage/usage.ts';
+import type { Plugin } from '../http/types.ts';
+import { Nullable } from './schemas.ts';
+
+// Usage and spend reads (shared/usage): the same rows the daily spend cap counts.
+
+const ByPath = (what: string) => Type.Object({
+  total: Type.Number({ description: `All ${what}.` }),
+  bridge: Type.Number({ description: `${what} of bridge calls (POST /v1/calls/dial).` }),
+  ai: Type.Number({ description: `${what} of AI calls (POST /v1/calls).` }),
+  webrtc: Type.Number({ description: `${what} of browser calls, path A (POST /v1/webrtc-token).` }),
+  room: Type.Number({ description: `${what} of browser calls, path B (POST /v1/room-token).` }),
+}, { description: `${what} by calling path.` });
+
+const Period = Type.Object({
+  period: Type.String({ description: 'The UTC day (YYYY-MM-DD) or month (YYYY-MM).' }),
+  calls: ByPath('Calls placed'),
+  minutes: ByPath('Billed minutes'),
+  sms_segments: Type.Integer({ description: 'SMS segments charged.' }),
+  reputation_checks: Type.Integer({ description: 'Paid reputation checks charged.' }),
+  spend_cents: Type.Object({
+    total: Type.Integer({ description: 'Settled spend: the number the daily spend cap counts (calls and charges).' }),
+    calls: Type.Integer({ description: 'Cost of calls that ended.' }),
+    sms: Type.Integer({ description: 'SMS charges.' }),
+    reputation_checks: Type.Integer({ description: 'Paid reputation check charges.' }),
+    remediation: Type.Integer({ description: 'Remediation charges.' }),
+  }, { description: 'Spend in cents.' }),
+}, { description: 'Usage of one day or month.' });
+
+const byPath = (total: number, bridge: number, ai: number, webrtc: number, room: number) => ({ total, bridge, ai, webrtc, room });
+const DAY_EXAMPLE = {
+  period: '2026-11-23', calls: byPath(14, 6, 5, 2, 1), minutes: byPath(41, 24, 11, 4, 2), sms_segments: 30, reputation_checks: 2,
+  spend_cents: { total: 158, calls: 82, sms: 60, reputation_checks: 16, remediation: 0 },
+};
+
+const DATE = '^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$';
+/** A real date (JavaScript turns 2026-02-30 into March 2). */
+const isCalendarDate = (v: string) => {
+  const d = new Date(`${v}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === v;
+};
+/** The longest range one request may ask for. */
+const MAX_DAYS = 366;
+
+export const usageRoutes: Plugin = (routes) => {
+  routes.add({
+    method: 'GET', path: '/v1/usage', scope: 'usage:read', tag: 'Usage', summary: 'Read usage per day or month',
+    description: 'Calls, billed minutes by calling path, SMS segments, paid reputation checks and spend, per UTC day '
+      + '(granularity=day, the default) or month, from `from` to `to` (UTC dates, inclusive; default: the current month '
+      + 'to today; at most 366 days). A call counts on the UTC day it was placed, like the daily spend cap; minutes and '
+      + 'cost once it ended. Every period of the range is listed, oldest first, zeros included.',
+    examples: { response: { data: [DAY_EXAMPLE] } },
+    query: Type.Object({
+      from: Type.Optional(Type.String({ pattern: DATE, description: 'First UTC day (YYYY-MM-DD).' })),
+      to: Type.Optional(Type.String({ pattern: DATE, description: 'Last UTC day (YYYY-MM-DD), not before from.' })),
+      granularity: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('month')], { description: 'day (default) or month.' })),
+    }, { additionalProperties: false }),
+    response: { status: 200, schema: Type.Object({ data: Type.Array(Period, { description: 'The periods, oldest first.' }) }) },
+    handler: async ({ deps, principal, query }) => {
+      const now = new Date(deps.clock.now());
+      const today = now.toISOString().slice(0, 10);
+      const from = query.from ?? `${today.slice(0, 7)}-01`;
+      const to = query.to ?? today;
+      const bad: Record<string, string> = {};
+      for (const [k, v] of [['from', from], ['to', to]] as const) if (!isCalendarDate(v)) bad[k] = 'is not a calendar date';
+      if (!Object.keys(bad).length) {
+        const days = (Date.parse(to) - Date.parse(from)) / 86_400_000;
+        if (days < 0) bad.to = 'must not be before from';
+        else if (days >= MAX_DAYS) bad.to = `must be within ${MAX_DAYS} days of from`;
+      }
+      if (Object.keys(bad).length) throw validationError(bad);
+      const data = await usageByPeriod(deps.db, principal.organizationId, from, to, (query.granularity ?? 'day') as Granularity);
+      return { status: 200, body: { data } };
+    },
+  });
+  routes.add({
+    method: 'GET', path: '/v1/usage/summary', scope: 'usage:read', tag: 'Usage', summary: 'Read the usage summary',
+    description: 'Today\'s and this month\'s usage (UTC), the plan (included voice minutes, used and remaining; null: no '
+      + 'minute limit) and the daily spend cap with what is left of it today. Read-only.',
+    examples: {
+      response: { data: {
+        today: DAY_EXAMPLE, month: { ...DAY_EXAMPLE, period: '2026-11' },
+        plan: { subscription_active: true, included_voice_minutes: 1000, used_voice_minutes: 41, remaining_voice_minutes: 959 },
+        spend_cap: { daily_cap_cents: 10000, today_cents: 158, remaining_today_cents: 9842 },
+      } },
+    },
+    response: { status: 200, schema: Type.Object({ data: Type.Object({
+      today: Period, month: Period,
+      plan: Type.Object({
+        subscription_active: Type.Boolean({ description: 'Whether calls may be placed (inactive: 402 no_active_subscription).' }),
+        included_voice_minutes: Nullable(Type.Integer(), 'Billed minutes included per UTC month; null: no limit.'),
+        used_voice_minutes: Type.Number({ description: 'Billed minutes of calls placed this month that ended.' }),
+        remaining_voice_minutes: Nullable(Type.Number(), 'Minutes left (0: calls answer 402 voice_usage_exhausted); null: no limit.'),
+      }, { description: 'The organization\'s plan.' }),
+      spend_cap: Type.Object({
+        daily_cap_cents: Type.Integer({ description: 'The daily spend cap.' }),
+        today_cents: Type.Integer({ description: 'Settled spend today (UTC).' }),
+        remaining_today_cents: Type.Integer({ description: 'What is left of the cap today, before calls in progress.' }),
+      }, { description: 'The daily spend cap.' }),
+    }, { description: 'The summary.' }) }) },
+    handler: async ({ deps, principal }) =>
+      ({ status: 200, body: { data: await usageSummary(deps.db, principal.organizationId, new Date(deps.clock.now())) } }),
+  });
+};

@@ -1,0 +1,118 @@
+// Contacts: the organization's people, one live contact per phone number, with an optional IANA timezone (the
+// calling window's local time, before the number's own zones) and tags. Creating one fires contact_created through
+// the outbox in the same transaction. Deleting keeps the row (deleted_at): consent records refer to it.
+import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
+import { ApiError, notFound } from '../errors.ts';
+import { recordEvent, wakeRelay } from '../events/outbox.ts';
+import { isUuid, uuidv7 } from '../ids.ts';
+import { keysetClause, type PageParams } from '../pagination.ts';
+
+export interface ContactRow {
+  id: string;
+  organization_id: string;
+  phone_number: string;
+  name: string;
+  timezone: string | null;
+  tags: string[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ContactInput { phone_number: string; name?: string; timezone?: string | null; tags?: string[] }
+
+export const contactView = (c: ContactRow) => ({
+  id: c.id,
+  phone_number: c.phone_number,
+  name: c.name,
+  timezone: c.timezone,
+  tags: c.tags,
+  created_at: c.created_at.toISOString(),
+  updated_at: c.updated_at.toISOString(),
+});
+
+const exists = (phone: string, id: string) => new ApiError('contact_exists', `A contact with phone_number ${phone} already exists.`,
+  { fields: { phone_number: `is already the number of contact ${id}`, conflicts_with: id } });
+
+async function liveWithNumber(q: Db | Tx, organizationId: string, phone: string): Promise<string | null> {
+  const row = await q.oneOrNone<{ id: string }>(
+    'SELECT id FROM contacts WHERE organization_id = $1 AND phone_number = $2 AND deleted_at IS NULL', [organizationId, phone]);
+  return row?.id ?? null;
+}
+
+export async function createContact(db: Db, organizationId: string, c: ContactInput, within?: WithinTx<ContactRow>): Promise<ContactRow> {
+  // The row and its event commit together (with the request's idempotency record when there is one).
+  const row = await db.tx('contact-create', async (q) => {
+    const taken = await liveWithNumber(q, organizationId, c.phone_number);
+    if (taken) throw exists(c.phone_number, taken);
+    const inserted = await q.oneOrNone<ContactRow>(
+      `INSERT INTO contacts (id, organization_id, phone_number, name, timezone, tags) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [uuidv7(), organizationId, c.phone_number, c.name ?? '', c.timezone ?? null, c.tags ?? []]);
+    // A racing create of the same number won.
+    if (!inserted) throw exists(c.phone_number, (await liveWithNumber(q, organizationId, c.phone_number)) ?? 'unknown');
+    await recordEvent(q, { organizationId, eventType: 'contact_created', data: contactView(inserted) });
+    if (within) await within(q, inserted);
+    return inserted;
+  });
+  wakeRelay(db);
+  return row;
+}
+
+export async function findContact(db: Db | Tx, organizationId: string, id: string): Promise<ContactRow | null> {
+  if (!isUuid(id)) return null;
+  return db.oneOrNone('SELECT * FROM contacts WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+}
+
+export async function getContact(db: Db | Tx, organizationId: string, id: string): Promise<ContactRow> {
+  const row = await findContact(db, organizationId, id);
+  if (!row) throw notFound(`Contact ${id}`);
+  return row;
+}
+
+export async function updateContact(db: Db, organizationId: string, id: string, patch: Partial<ContactInput>,
+  within?: WithinTx<ContactRow>): Promise<ContactRow> {
+  await getContact(db, organizationId, id);
+  return writeWithin(db, within, async (q) => {
+    if (patch.phone_number !== undefined) {
+      const taken = await liveWithNumber(q, organizationId, patch.phone_number);
+      if (taken && taken !== id) throw exists(patch.phone_number, taken);
+    }
+    const row = await q.oneOrNone<ContactRow>(
+      `UPDATE contacts SET phone_number = COALESCE($3, phone_number), name = COALESCE($4, name),
+              timezone = CASE WHEN $5 THEN $6 ELSE timezone END, tags = COALESCE($7, tags), updated_at = now()
+        WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`,
+      [id, organizationId, patch.phone_number ?? null, patch.name ?? null, patch.timezone !== undefined, patch.timezone ?? null,
+        patch.tags ?? null]);
+    if (!row) throw notFound(`Contact ${id}`);
+    return row;
+  });
+}
+
+export async function deleteContact(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
+  await getContact(db, organizationId, id);
+  await writeWithin(db, within, async (q) => {
+    await q.none('UPDATE contacts SET deleted_at = now() WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL', [id, organizationId]);
+  });
+}
+
+export interface ContactFilter { tag?: string; phone_number?: string }
+
+export async function listContacts(db: Db, organizationId: string, f: ContactFilter, p: PageParams): Promise<ContactRow[]> {
+  const k = keysetClause('id', p, 4);
+  return db.any(
+    `SELECT * FROM contacts WHERE organization_id = $1 AND deleted_at IS NULL
+        AND ($2::text IS NULL OR $2 = ANY(tags)) AND ($3::text IS NULL OR phone_number = $3)${k.where}${k.tail}`,
+    [organizationId, f.tag ?? null, f.phone_number ?? null, ...k.values]);
+}
+
+/** How often the organization called the contact's number, and when last. */
+export async function callHistory(db: Db, organizationId: string, phone: string, now = new Date()) {
+  const r = await db.one<{ total: number; answered: number; last_24h: number; last_30d: number; last: Date | null }>(
+    `SELECT count(*)::int AS total, count(*) FILTER (WHERE picked_up)::int AS answered,
+            count(*) FILTER (WHERE created_at > $3::timestamptz - interval '24 hours')::int AS last_24h,
+            count(*) FILTER (WHERE created_at > $3::timestamptz - interval '30 days')::int AS last_30d,
+            max(created_at) AS last
+       FROM calls WHERE organization_id = $1 AND to_number = $2`, [organizationId, phone, now]);
+  return { total: r.total, answered: r.answered, last_24_hours: r.last_24h, last_30_days: r.last_30d,
+    last_called_at: r.last ? r.last.toISOString() : null };
+}

@@ -1,0 +1,41 @@
+import type { Db, Tx } from '../db.ts';
+
+// The sandbox's stand-in for the outside world's phones: what the sandbox carrier "delivered" to an external
+// number (today the speech of caller-ID verification calls). Each entry belongs to the organization whose action
+// produced it, so one organization never reads what was said to another's numbers.
+
+export type InboxChannel = 'voice';
+
+export interface InboxEntryRow {
+  id: string;
+  organization_id: string;
+  phone_number: string;
+  channel: InboxChannel;
+  kind: string;
+  text: string;
+  created_at: Date;
+}
+
+/** How many entries GET /v1/sandbox/inbox answers at most (newest first). */
+export const INBOX_LIST_MAX = 50;
+
+export async function deliverToInbox(q: Db | Tx, e: { organizationId: string; phoneNumber: string; channel: InboxChannel; kind: string; text: string }) {
+  await q.none(
+    `INSERT INTO sandbox_inbox (organization_id, phone_number, channel, kind, text) VALUES ($1, $2, $3, $4, $5)`,
+    [e.organizationId, e.phoneNumber, e.channel, e.kind, e.text]);
+}
+
+export async function readInbox(db: Db, organizationId: string, phoneNumber: string, limit = INBOX_LIST_MAX): Promise<InboxEntryRow[]> {
+  return db.any(
+    `SELECT * FROM sandbox_inbox WHERE organization_id = $1 AND phone_number = $2 ORDER BY id DESC LIMIT $3`,
+    [organizationId, phoneNumber, limit]);
+}
+
+export const inboxEntryView = (r: InboxEntryRow) => ({
+  id: Number(r.id),
+  phone_number: r.phone_number,
+  channel: r.channel,
+  kind: r.kind,
+  text: r.text,
+  created_at: r.created_at.toISOString(),
+});

@@ -1,0 +1,35 @@
+// The organization's plan: included voice minutes per UTC calendar month (null = no minute limit) and whether the
+// subscription is active. A new organization is active with no limit; the admin CLI sets both.
+import type { Db } from '../db.ts';
+import { ApiError } from '../errors.ts';
+
+export interface PlanFacts { subscriptionActive: boolean; includedMinutes: number | null; usedMinutes: number }
+
+/** Null when the plan lets a call be placed, else the refusal. Calls in progress are not counted until they end. */
+export function decidePlan(f: PlanFacts): ApiError | null {
+  if (!f.subscriptionActive) {
+    return new ApiError('no_active_subscription', 'Your organization has no active subscription.',
+      { resolutionHint: 'An administrator can reactivate it: admin org plan --org <id> --active true' });
+  }
+  if (f.includedMinutes !== null && f.usedMinutes >= f.includedMinutes) {
+    return new ApiError('voice_usage_exhausted',
+      `The ${f.includedMinutes} voice minutes included this month are used (${f.usedMinutes} used).`,
+      { resolutionHint: 'Included minutes renew on the 1st (UTC); an administrator can raise them: admin org plan --org <id> --included-minutes <n>' });
+  }
+  return null;
+}
+
+export interface PlanRow { organization_id: string; subscription_active: boolean; voice_minutes_included: number | null }
+
+export async function getPlan(db: Db, organizationId: string): Promise<PlanRow | null> {
+  return db.oneOrNone('SELECT id AS organization_id, subscription_active, voice_minutes_included FROM organizations WHERE id = $1', [organizationId]);
+}
+
+/** Changes the given parts (undefined keeps, null included minutes = no limit); null when there is no such organization. */
+export async function setPlan(db: Db, organizationId: string, p: { active?: boolean; includedMinutes?: number | null }): Promise<PlanRow | null> {
+  return db.oneOrNone(
+    `UPDATE organizations SET subscription_active = COALESCE($2, subscription_active),
+            voice_minutes_included = CASE WHEN $3 THEN $4::integer ELSE voice_minutes_included END
+      WHERE id = $1 RETURNING id AS organization_id, subscription_active, voice_minutes_included`,
+    [organizationId, p.active ?? null, p.includedMinutes !== undefined, p.includedMinutes ?? null]);
+}

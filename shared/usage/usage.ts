@@ -1,0 +1,130 @@
+// Usage per UTC day or month, read from what the daily spend cap counts: calls (their type, billed minutes and
+// cost, on the UTC day they were admitted, like org_daily_spend), spend_charges (SMS segments, paid reputation
+// checks, remediation) and org_daily_spend itself (the settled total the guardrail reads). Nothing is counted twice
+// or kept elsewhere.
+import type { Db } from '../db.ts';
+import type { CallType } from '../calls/model.ts';
+
+/** Billed leg-minutes of a call row `c`: every started minute of every answered leg (a bridge pays for both legs),
+ *  as its cost counts them (shared/calls/pricing.ts); 0 until the call ends. */
+export const BILLED_MINUTES_SQL = 'CASE WHEN c.price_cents_per_minute > 0 THEN c.cost_cents / c.price_cents_per_minute ELSE 0 END';
+
+/** The smallest UUIDv7 of an instant: a call's id is a UUIDv7 of its created_at (shared/calls/place.ts), so a time
+ *  range of calls is an id range on the calls_org index (no index on created_at is kept for this). */
+export function uuidv7Floor(d: Date): string {
+  const h = d.getTime().toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+export const monthStart = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+export const PATHS: CallType[] = ['bridge', 'ai', 'webrtc', 'room'];
+
+export type Granularity = 'day' | 'month';
+
+export interface UsagePeriod {
+  period: string;
+  calls: Record<CallType | 'total', number>;
+  minutes: Record<CallType | 'total', number>;
+  sms_segments: number;
+  reputation_checks: number;
+  spend_cents: { total: number; calls: number; sms: number; reputation_checks: number; remediation: number };
+}
+
+const emptyByPath = () => ({ total: 0, bridge: 0, ai: 0, webrtc: 0, room: 0 });
+const empty = (period: string): UsagePeriod => ({
+  period, calls: emptyByPath(), minutes: emptyByPath(), sms_segments: 0, reputation_checks: 0,
+  spend_cents: { total: 0, calls: 0, sms: 0, reputation_checks: 0, remediation: 0 },
+});
+
+/** Usage of each period from `from` to `to` (UTC dates, inclusive), oldest first; periods without use are listed
+ *  with zeros. */
+export async function usageByPeriod(db: Db, organizationId: string, from: string, to: string, g: Granularity): Promise<UsagePeriod[]> {
+  const bucket = (expr: string) => `to_char(${expr}, '${g === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'}')`;
+  const [calls, charges, spend] = await db.task('usage', (t) => Promise.all([
+    t.any<{ p: string; type: CallType; n: number; minutes: string; cents: string }>(
+      `SELECT ${bucket("(c.created_at AT TIME ZONE 'UTC')")} AS p, c.type, count(*)::int AS n,
+              sum(${BILLED_MINUTES_SQL}) AS minutes, sum(c.cost_cents) AS cents
+         FROM calls c
+        WHERE c.organization_id = $1 AND c.id >= $4::uuid AND c.id < $5::uuid
+          AND c.created_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND c.created_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+        GROUP BY 1, 2`, [organizationId, from, to, uuidv7Floor(new Date(`${from}T00:00:00Z`)),
+        uuidv7Floor(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000))]),
+    t.any<{ p: string; kind: string; quantity: string; cents: string }>(
+      `SELECT ${bucket('s.day')} AS p, s.kind, sum(s.quantity) AS quantity, sum(s.cents) AS cents
+         FROM spend_charges s WHERE s.organization_id = $1 AND s.day BETWEEN $2::date AND $3::date GROUP BY 1, 2`,
+      [organizationId, from, to]),
+    t.any<{ p: string; cents: string }>(
+      `SELECT ${bucket('o.day')} AS p, sum(o.cents) AS cents
+         FROM org_daily_spend o WHERE o.organization_id = $1 AND o.day BETWEEN $2::date AND $3::date GROUP BY 1`,
+      [organizationId, from, to]),
+  ]));
+  const out = new Map<string, UsagePeriod>();
+  for (const p of periods(from, to, g)) out.set(p, empty(p));
+  const at = (p: string) => out.get(p) ?? out.set(p, empty(p)).get(p)!;
+  for (const r of calls) {
+    const u = at(r.p);
+    u.calls[r.type] += r.n; u.calls.total += r.n;
+    u.minutes[r.type] += Number(r.minutes); u.minutes.total += Number(r.minutes);
+    u.spend_cents.calls += Number(r.cents);
+  }
+  for (const r of charges) {
+    const u = at(r.p);
+    if (r.kind === 'sms') { u.sms_segments += Number(r.quantity); u.spend_cents.sms += Number(r.cents); }
+    if (r.kind === 'reputation_check') { u.reputation_checks += Number(r.quantity); u.spend_cents.reputation_checks += Number(r.cents); }
+    if (r.kind === 'remediation') u.spend_cents.remediation += Number(r.cents);
+  }
+  for (const r of spend) at(r.p).spend_cents.total = Number(r.cents);
+  return [...out.values()].sort((a, b) => a.period.localeCompare(b.period));
+}
+
+/** Every day (YYYY-MM-DD) or month (YYYY-MM) from `from` to `to`. */
+export function periods(from: string, to: string, g: Granularity): string[] {
+  const out: string[] = [];
+  const d = new Date(`${from}T00:00:00Z`);
+  const end = new Date(`${to}T00:00:00Z`);
+  if (g === 'month') d.setUTCDate(1);
+  while (d <= end) {
+    out.push(d.toISOString().slice(0, g === 'day' ? 10 : 7));
+    if (g === 'day') d.setUTCDate(d.getUTCDate() + 1); else d.setUTCMonth(d.getUTCMonth() + 1);
+  }
+  return out;
+}
+
+export interface UsageSummary {
+  today: UsagePeriod;
+  month: UsagePeriod;
+  plan: { subscription_active: boolean; included_voice_minutes: number | null; used_voice_minutes: number; remaining_voice_minutes: number | null };
+  spend_cap: { daily_cap_cents: number; today_cents: number; remaining_today_cents: number };
+}
+
+export async function usageSummary(db: Db, organizationId: string, now: Date): Promise<UsageSummary> {
+  const today = now.toISOString().slice(0, 10);
+  const first = monthStart(now).toISOString().slice(0, 10);
+  const [days, org] = await Promise.all([
+    usageByPeriod(db, organizationId, first, today, 'day'),
+    db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string }>(
+      'SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap FROM organizations WHERE id = $1', [organizationId]),
+  ]);
+  const month = days.reduce((m, d) => add(m, d), empty(first.slice(0, 7)));
+  const day = days[days.length - 1];
+  const cap = Number(org.cap);
+  const used = month.minutes.total;
+  return {
+    today: day, month,
+    plan: {
+      subscription_active: org.subscription_active, included_voice_minutes: org.voice_minutes_included, used_voice_minutes: used,
+      remaining_voice_minutes: org.voice_minutes_included === null ? null : Math.max(0, org.voice_minutes_included - used),
+    },
+    spend_cap: { daily_cap_cents: cap, today_cents: day.spend_cents.total, remaining_today_cents: Math.max(0, cap - day.spend_cents.total) },
+  };
+}
+
+function add(a: UsagePeriod, b: UsagePeriod): UsagePeriod {
+  const sum = <T extends Record<string, number>>(x: T, y: T) =>
+    Object.fromEntries(Object.keys(x).map((k) => [k, x[k] + y[k]])) as T;
+  return {
+    period: a.period, calls: sum(a.calls, b.calls), minutes: sum(a.minutes, b.minutes),
+    sms_segments: a.sms_segments + b.sms_segments, reputation_checks: a.reputation_checks + b.reputation_checks,
+    spend_cents: sum(a.spend_cents, b.spend_cents),
+  };
+}
