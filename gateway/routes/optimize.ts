@@ -119,6 +119,9 @@ const CONVERSION_EXAMPLE = { id: '0193a4d0-2222-7d21-9f3a-6c8e2b1d4f70', test_id
 const IdParams = UuidIdParams('test');
 const testReply = (status: number) => (tw: TestWithVariants): Reply => ({ status, body: { data: testView(tw) } });
 
+/** Any key but __proto__, constructor, toString and hasOwnProperty. */
+const NOT_PROTOTYPE_KEY = '^(?!(__proto__|constructor|toString|hasOwnProperty)$)';
+
 export const optimizeRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/optimize/properties', scope: 'optimize:write', tag: TAG, summary: 'Register a website',
@@ -331,7 +334,9 @@ export const optimizeRoutes: Plugin = (routes) => {
       visitor_id: Type.String({ minLength: 1, maxLength: 64, description: 'The tag\'s visitor id.' }),
       value: Type.Optional(Type.Number({ minimum: 0, maximum: 100_000_000, description: 'Value in major units (default 0).' })),
       currency: Type.Optional(Type.Literal('USD', { description: 'Only USD (the default).' })),
-      metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form (at most 4 KB); order_id makes the write idempotent.' })),
+      // Free-form, except the names that reach a prototype (refused as unknown fields like everywhere else).
+      metadata: Type.Optional(Type.Record(Type.String({ pattern: NOT_PROTOTYPE_KEY }), Type.Unknown(),
+        { additionalProperties: false, description: 'Free-form (at most 4 KB); order_id makes the write idempotent.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Object({
       recorded: Type.Boolean({ description: 'false when a conversion with this metadata.order_id was already recorded.' }),

@@ -4,6 +4,7 @@
 // exact decimal; __proto__ / constructor / toString / hasOwnProperty keys are plain data, named in `fields`.
 import type { TSchema } from '@sinclair/typebox';
 import t from 'tap';
+import { SCOPES } from '../../shared/scopes.ts';
 import { NUL_MESSAGE, UNDECODABLE_MESSAGE } from '../../gateway/http/request-guards.ts';
 import type { AnyRoute } from '../../gateway/http/types.ts';
 import { testEnv, type Response } from '../helpers/env.ts';
@@ -11,10 +12,9 @@ import type { TapTest } from '../helpers/pool.ts';
 
 const env = await testEnv(t);
 const org = await env.bootstrap();
-// Every scope but compliance:write (no route needs it), and room for the few hundred requests below.
+// Every scope (compliance:write too, which no key gets by default), and room for the few hundred requests below.
 const { apiKey: key } = await env.createKey({
-  organizationId: org.organization_id, userId: org.user_id, scopes: [...(await env.db.one(
-    'SELECT scopes FROM api_keys WHERE id = $1', [org.api_key_id])).scopes], rateLimitPerMinute: 100_000,
+  organizationId: org.organization_id, userId: org.user_id, scopes: [...SCOPES], rateLimitPerMinute: 100_000,
 });
 const routes: AnyRoute[] = env.gateway!.gateway.router.routes;
 const PROTO_KEYS = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
