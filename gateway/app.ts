@@ -26,7 +26,7 @@ import { numberHealthRoutes } from './routes/number-health.ts';
 import { smsRoutes } from './routes/sms.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
-import { optimizeRoutes, registerOptimizePublic } from './routes/optimize.ts';
+import { OPTIMIZE_PUBLIC_DOCS, optimizeRoutes, registerOptimizePublic } from './routes/optimize.ts';
 import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
@@ -93,7 +93,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
     .addRaw('GET', '/v1/openapi.json', (req) => ({
       status: 200, contentType: 'application/json',
-      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers), config.livekit ? [LIVEKIT_WEBHOOK_DOC] : [])),
+      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers),
+        [...OPTIMIZE_PUBLIC_DOCS, ...(config.livekit ? [LIVEKIT_WEBHOOK_DOC] : [])])),
     }))
     .addRaw('GET', '/.well-known/oauth-protected-resource', (req) => {
       const base = gateway.baseUrl(req.headers);

@@ -187,7 +187,7 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
         : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema),
           ...(r.examples?.response !== undefined ? { example: r.examples.response } : {}) } } } : {}),
     };
-    if (r.response.contentType) {
+    if (r.response.contentType && !raw.has(r)) {
       // Files are sent by the pipeline's file streams (file-response.ts), which answer single byte ranges.
       responses['206'] = {
         description: 'One byte range (Range: bytes=a-b, a- or -n), with Content-Range',
@@ -203,13 +203,14 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
       byStatus.set(st, [...(byStatus.get(st) ?? []), code]);
     }
     for (const [st, list] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(st)] = errorResponse(st, list);
+    for (const [st, description] of Object.entries(raw.get(r)?.plainErrors ?? {})) responses[st] = { description };
     const op: Record<string, unknown> = {
       operationId: `${r.method.toLowerCase()}${r.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, ch) => (ch ? ch.toUpperCase() : ''))}`,
       summary: r.summary,
       description: r.description,
       tags: [r.tag],
       parameters: parameters.length ? parameters : undefined,
-      security: r.scope ? [{ bearer: [r.scope] }] : raw.has(r) ? [{ [raw.get(r)!.security]: [] }] : [],
+      security: r.scope ? [{ bearer: [r.scope] }] : raw.has(r) && raw.get(r)!.security !== 'public' ? [{ [raw.get(r)!.security]: [] }] : [],
       'x-required-scope': r.scope ?? undefined,
       deprecated: r.deprecated ? true : undefined,
       responses,

@@ -95,8 +95,11 @@ export type AnyRoute = RouteDef<any, any, any>;
 
 /** A raw route (served outside the API pipeline: its own authentication, no validation) described for the OpenAPI
  *  document; `security` names a scheme of the document's components. */
-export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'description' | 'tag' | 'body' | 'response' | 'errors' | 'examples'>
-  & { security: 'livekitWebhook' };
+/** How a raw route is documented in OpenAPI. security: how a caller proves who it is (public: nobody needs to). */
+export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'description' | 'tag' | 'body' | 'query' | 'response' | 'errors' | 'examples'>
+  & { security: 'livekitWebhook' | 'public';
+    /** Answers that are not the error envelope (public routes answer plain bodies), by status: what they mean. */
+    plainErrors?: Record<number, string> };
 
 /** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
 export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;

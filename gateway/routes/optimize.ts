@@ -13,7 +13,7 @@ import { archiveTest, createTest, getTest, listTests, shipTest, testView, update
 import { PageQuery } from '../../shared/pagination.ts';
 import { asset, serve } from '../http/static-asset.ts';
 import type { HttpGateway, RawReply } from '../http/server.ts';
-import type { Plugin, Reply } from '../http/types.ts';
+import type { Plugin, RawRouteDoc, Reply } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 // Optimize: website A/B tests. The API (properties, snippet, tests, ship, results, conversions) is here; the rules live
@@ -374,6 +374,61 @@ function pageHost(headers: Record<string, string>): string | null {
   if (!from) return null;
   try { return new URL(from).hostname.toLowerCase(); } catch { return ''; }
 }
+
+/** How the public tag and collector appear in the OpenAPI document (they are raw routes: no API key, no envelope). */
+export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
+  {
+    method: 'GET', path: '/v1/optimize/tag.js', tag: 'Optimize', security: 'public',
+    summary: 'The Optimize tag (public)',
+    description: 'The script the snippet loads (GET /v1/optimize/snippet gives the tag to paste into <head>): plain '
+      + 'JavaScript with the property\'s running and shipped tests built in, at most 6 KB gzipped. It assigns each '
+      + 'visitor a sticky variant from the rd_sid first-party cookie, applies the variant\'s ops before first paint '
+      + '(an anti-flicker guard never hides the page longer than a bounded timeout), follows redirect variants and sends '
+      + 'impressions and goals to POST /v1/optimize/collect with navigator.sendBeacon. The visitor id is on '
+      + 'window.openlineOptimize.visitorId. Cacheable (ETag, max-age 60, 304 on If-None-Match) and CORS-open. The first '
+      + 'request from a page on the property\'s domain (Origin or Referer) sets the property\'s verified_at. An unknown '
+      + 'key answers 404 with a JavaScript comment.',
+    query: Type.Object({ k: Type.String({ description: 'The property\'s public key (olpk_...); it identifies the property and grants nothing.' }) }),
+    response: { status: 200, contentType: 'application/javascript', description: 'The tag with its configuration.' },
+    plainErrors: { 304: 'Not modified (If-None-Match matched the ETag).', 404: 'Unknown key: a JavaScript comment, no tag.' },
+    examples: { response: '(function(){ /* openline optimize tag */ })();' },
+  },
+  {
+    method: 'POST', path: '/v1/optimize/collect', tag: 'Optimize', security: 'public',
+    summary: 'Collect the tag\'s beacons (public)',
+    description: 'Where the tag sends impressions and goals (any content type, as navigator.sendBeacon sends text/plain; '
+      + 'at most 8 KB and 50 events; OPTIONS answers the CORS preflight). Only running tests of the key\'s own property '
+      + 'count; the variant is the server\'s own hash of visitor and test, never the browser\'s word; a visitor outside '
+      + 'the traffic split is ignored; a goal counts only for a visitor already shown the test, once. Bots and requests '
+      + 'without a user agent are answered 202 and ignored. Other answers carry the same JSON with a reason: 400 for a '
+      + 'malformed beacon, 403 when Origin/Referer is not on the property\'s domain, 404 for an unknown key; 429 (text, '
+      + 'with Retry-After) over OPTIMIZE_COLLECT_LIMIT beacons per minute per client address.',
+    body: Type.Object({
+      k: Type.String({ description: 'The property\'s public key.' }),
+      v: Type.String({ description: 'The visitor id (the rd_sid cookie).' }),
+      e: Type.Array(Type.Object({
+        t: Type.Union([Type.Literal('i'), Type.Literal('g')], { description: 'i: an impression; g: a goal.' }),
+        x: Type.String({ description: 'The test id.' }),
+      }, { description: 'One event.' }), { maxItems: 50, description: 'The events of this beacon.' }),
+    }, { description: 'One beacon.' }),
+    response: { status: 202, description: 'Accepted (counted or ignored).', schema: Type.Object({
+      status: Type.Integer({ description: 'The HTTP status, repeated.' }),
+      accepted: Type.Integer({ description: 'Events counted.' }),
+      ignored: Type.Integer({ description: 'Events not counted (not running, outside the split, repeated, a bot ...).' }),
+      reason: Type.Optional(Type.String({ description: 'Why nothing was counted, when that is the case.' })),
+    }, { description: 'What the collector did with the beacon.' }) },
+    plainErrors: {
+      400: 'A malformed beacon: the same JSON, reason naming what is wrong, nothing counted.',
+      403: 'Origin (or Referer) is not on the property\'s domain: the same JSON with the reason, nothing counted.',
+      404: 'Unknown public key: the same JSON with the reason.',
+      429: 'Over OPTIMIZE_COLLECT_LIMIT beacons per minute from this client address (text, with Retry-After).',
+    },
+    examples: {
+      request: { k: 'olpk_3kQ9vX2mZr7T', v: 'v_8fJ2kq0ZbY', e: [{ t: 'i', x: '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98' }] },
+      response: { status: 202, accepted: 1, ignored: 0 },
+    },
+  },
+];
 
 /** The public tag (GET /v1/optimize/tag.js?k=) and collector (POST /v1/optimize/collect): no API key, the public key
  *  only names the property. */
