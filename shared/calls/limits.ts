@@ -43,14 +43,13 @@ export interface PlacementLimits {
 }
 
 export async function placementLimits(db: Db | Tx, organizationId: string, fromNumber: string): Promise<PlacementLimits> {
-  return db.one<PlacementLimits>(
+  return db.one<PlacementLimits>({ name: 'placement-limits', text:
     `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
             o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
        FROM organizations o
        LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
       WHERE o.id = $1`,
-    [organizationId, fromNumber],
-  );
+    values: [organizationId, fromNumber] });
 }
 
 /** Applies the given fields (others unchanged) in one statement; null when the organization does not exist. */

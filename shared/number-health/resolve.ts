@@ -11,7 +11,6 @@ import { isUuid } from '../ids.ts';
 import { notFound } from '../errors.ts';
 import type { EvidenceState, RecommendedAction } from './evidence.ts';
 import { refreshEvidence } from './evidence-cache.ts';
-import { evidenceOf, loadFacts } from './facts.ts';
 
 export const SELECTION_SOURCE = 'number_set_sticky_health';
 
@@ -118,9 +117,15 @@ export async function resolveNumberSet(db: Db, organizationId: string, setId: st
 
 /** The evidence of an exact caller ID (dial with from_number): dialed as given, with a warning when it is risky. */
 export async function evidenceOfNumber(db: Db, organizationId: string, phoneNumber: string, now: number) {
-  const row = await db.oneOrNone<{ id: number }>(
-    `SELECT id FROM phone_numbers WHERE organization_id = $1 AND phone_number = $2 AND status <> 'RELEASED'`, [organizationId, phoneNumber]);
+  // The dial path asks this for every exact from_number: one query while the number's cached evidence holds.
+  const row = await db.oneOrNone<{ id: number; generation: number | null; fresh: boolean; evidence_state: EvidenceState | null;
+    health_warning: string | null; recommended_action: RecommendedAction | null }>({ name: 'dial-from-evidence', text:
+    `SELECT p.id, c.generation, c.evidence_state IS NOT NULL AND (c.valid_until IS NULL OR c.valid_until > $3) AS fresh,
+            c.evidence_state, c.health_warning, c.recommended_action
+       FROM phone_numbers p LEFT JOIN number_evidence_cache c ON c.phone_id = p.id
+      WHERE p.organization_id = $1 AND p.phone_number = $2 AND p.status <> 'RELEASED'`, values: [organizationId, phoneNumber, new Date(now)] });
   if (!row) return null;
-  const f = (await loadFacts(db, organizationId, [row.id])).get(row.id)!;
-  return evidenceOf(f, now);
+  if (row.fresh) return { evidence_state: row.evidence_state!, health_warning: row.health_warning, recommended_action: row.recommended_action! };
+  const [e] = await refreshEvidence(db, organizationId, new Map([[row.id, row.generation ?? 0]]), now);
+  return e ? { evidence_state: e.evidence_state, health_warning: e.health_warning, recommended_action: e.recommended_action } : null;
 }
