@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { Plugin } from '../gateway/http/types.ts';
 import { runCommand as run } from './command.ts';
 import { round, writeResult } from './report.ts';
+import { unlinkPrefix } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -172,12 +173,7 @@ async function main(): Promise<void> {
     await Promise.all(children.map(stopChild));
     if (dbCreated) await dropDatabase(config.databaseUrl).catch((e) => console.error(`could not drop ${config.databaseUrl}: ${e.message}`));
     const redis = createRedis(config.redisUrl);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await unlinkPrefix(redis, config.redisPrefix);
     await redis.quit();
     rmSync(env.BENCH_LOG_FILE, { force: true });
   };

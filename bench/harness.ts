@@ -45,10 +45,10 @@ export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   }
 }
 
-export function post(agent: Agent, base: string, path: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
-  const payload = JSON.stringify(body);
+export function call(agent: Agent, base: string, method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const payload = body === undefined ? '' : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(base + path, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json',
+    const req = request(base + path, { method, agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json',
       'content-length': Buffer.byteLength(payload) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
@@ -58,6 +58,8 @@ export function post(agent: Agent, base: string, path: string, key: string, body
     req.end(payload);
   });
 }
+
+export const post = (agent: Agent, base: string, path: string, key: string, body: unknown) => call(agent, base, 'POST', path, key, body);
 
 export interface Wrk { rps: number; requests: number; non2xx: number; p50: string; p99: string; socketErrors: string | null }
 
@@ -78,13 +80,18 @@ export function runWrk(url: string, luaFile: string, o: { threads: number; conne
 
 
 /** Removes what a bench run left: its Redis keys (by prefix) and its database; closes both connections. */
-export async function dropBenchData(redis: Redis, db: Db, databaseUrl: string, redisPrefix: string): Promise<void> {
+/** Deletes every Redis key under a bench run's prefix. */
+export async function unlinkPrefix(redis: Redis, redisPrefix: string): Promise<void> {
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${redisPrefix}:*`, 'COUNT', 1000);
     cursor = next;
     if (keys.length) await redis.unlink(...keys);
   } while (cursor !== '0');
+}
+
+export async function dropBenchData(redis: Redis, db: Db, databaseUrl: string, redisPrefix: string): Promise<void> {
+  await unlinkPrefix(redis, redisPrefix);
   redis.disconnect();
   await db.$pool.end();
   await sleep(200);

@@ -24,6 +24,7 @@ import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { httpCall } from '../test/helpers/env.ts';
 import { round, writeResult } from './report.ts';
+import { unlinkPrefix } from './harness.ts';
 
 const FLEET = Number(process.env.BENCH_FLEET ?? 10_000);
 const SET_SIZE = 1_000;
@@ -129,12 +130,7 @@ async function main() {
     await g.close();
     await db.$pool.end();
     const redis = createRedis(config.redisUrl);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${env.REDIS_PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await unlinkPrefix(redis, env.REDIS_PREFIX);
     await redis.quit();
     await dropDatabase(config.databaseUrl);
   }

@@ -27,6 +27,7 @@ import { prepareDatabase } from '../infra/prepare.ts';
 import { benchResults } from './optimize-results.ts';
 import { runCommand as run } from './command.ts';
 import { round, writeResult, type Figure } from './report.ts';
+import { unlinkPrefix } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DURATION = process.env.BENCH_DURATION ?? '10s';
@@ -163,12 +164,7 @@ end
     rmSync(luaFile, { force: true });
     workers.kill('SIGTERM');
     await gateway.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await unlinkPrefix(redis, config.redisPrefix);
     await redis.quit();
     db.$pool.on('error', () => undefined);
     await db.$pool.end();

@@ -15,13 +15,11 @@
 // The per-number limit is SMS_NUMBER_RATE_PER_SECOND (BENCH_NUMBER_RATE, default 1000 here, so the bench measures
 // the pipeline and not 50 numbers x 1 msg/s; with the default 1 msg/s, 50 numbers deliver at most 50 msg/s).
 // Target: >= 1,000 accepted messages/s.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { createApiKey } from '../shared/accounts/keys.ts';
 import { setLimits } from '../shared/calls/limits.ts';
@@ -31,9 +29,9 @@ import { randomToken } from '../shared/ids.ts';
 import { createRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
+import { call, freePort, runWrk, startProc, unlinkPrefix, waitHttp } from './harness.ts';
 import { round, writeResult, type Figure } from './report.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const THREADS = Number(process.env.BENCH_THREADS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -43,52 +41,6 @@ const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 40);
 const SCALE = process.env.SANDBOX_TIME_SCALE ?? '0.01';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-function startProc(proc: 'gateway' | 'workers', env: Record<string, string>, logFile: string): ChildProcess {
-  const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', `${proc}/main.ts`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  return child;
-}
-
-async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const req = request(url, { agent: false }, (res) => { res.resume(); resolve(res.statusCode === 200); });
-      req.on('error', () => resolve(false));
-      req.end();
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`${url} not ready in ${timeoutMs} ms`);
-    await sleep(200);
-  }
-}
-
-function call(agent: Agent, base: string, method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const payload = body === undefined ? '' : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(base + path, { method, agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json',
-      'content-length': Buffer.byteLength(payload) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 function wrkScript(key: string, numbers: string[]): string {
   return `
@@ -149,11 +101,7 @@ async function main(): Promise<void> {
 
     const lua = join(dir, 'send.lua');
     writeFileSync(lua, wrkScript(apiKey, org.phone_numbers));
-    const wrk = () => {
-      const r = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', lua, base], { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr || r.stdout}`);
-      return r.stdout;
-    };
+    const wrk = () => runWrk(base, lua, { threads: THREADS, connections: CONNECTIONS, seconds: SECONDS });
     // 0. The gateway alone (workers stopped: messages are accepted and queued, nothing is sent).
     const workers0 = children.pop()!;
     workers0.kill('SIGTERM');
@@ -166,11 +114,8 @@ async function main(): Promise<void> {
     const before1 = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n;
 
     // 1. Accept while the workers send (the backlog of phase 0 included).
-    const out = wrk();
+    const { non2xx, p50, p99 } = wrk();
     const accepted = (await db.one('SELECT count(*)::int AS n FROM sms_messages')).n - before1;
-    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-    const p50 = /^\s+50%\s+(\S+)/m.exec(out)?.[1] ?? '?';
-    const p99 = /^\s+99%\s+(\S+)/m.exec(out)?.[1] ?? '?';
     const acceptRate = accepted / SECONDS;
     console.log(`accepted: ${accepted} messages in ${SECONDS} s = ${acceptRate.toFixed(0)}/s (non-2xx ${non2xx}); latency p50 ${p50}, p99 ${p99}`);
 
@@ -178,8 +123,7 @@ async function main(): Promise<void> {
     // the accept rate can be read as a ratio when the machine is shared.
     const readLua = join(dir, 'read.lua');
     writeFileSync(readLua, `wrk.headers["authorization"] = "Bearer ${apiKey}"\n`);
-    const rr = spawnSync('wrk', [`-t${THREADS}`, `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-s', readLua, `${base}/v1/sms/messages?limit=1`], { encoding: 'utf8' });
-    const readRate = Number(/Requests\/sec:\s+([\d.]+)/.exec(rr.stdout)?.[1] ?? NaN);
+    const readRate = runWrk(`${base}/v1/sms/messages?limit=1`, readLua, { threads: THREADS, connections: CONNECTIONS, seconds: SECONDS }).rps;
     console.log(`baseline: GET /v1/sms/messages?limit=1 at ${readRate.toFixed(0)}/s; send/read = ${(acceptRate / readRate).toFixed(2)}`);
 
     // 2. Drain: delivered per second through the queue and the sandbox carrier.
@@ -215,6 +159,7 @@ async function main(): Promise<void> {
     for (const c of children) c.kill('SIGTERM');
     await sleep(500);
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    await unlinkPrefix(redis, config.redisPrefix);
     await redis.quit();
     await db.$pool.end();
     await dropDatabase(config.databaseUrl);
