@@ -2,6 +2,7 @@ import { NETWORKS, staleSandboxReviews } from '../../shared/caller-trust/brand/b
 import { sandboxBrandReviewProvider, SANDBOX_BRAND_REVIEW_MS, SANDBOX_ROLLOUT_STEP_MS, scheduleSandboxRollout } from '../../shared/caller-trust/brand/review.ts';
 import { handToProvider, staleSandboxVetting } from '../../shared/caller-trust/enterprise/registrations.ts';
 import { SANDBOX_VETTING_MS } from '../../shared/caller-trust/enterprise/vetting.ts';
+import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
 
 // The gateway hands a submission to the sandbox provider (a delayed job) right after the commit; if it died in
@@ -14,20 +15,13 @@ export const callerTrustSweeper: Service = {
     const every = Math.max(1000, Math.round(15_000 * scale));
     const vettingAge = Math.max(1000, Math.round(SANDBOX_VETTING_MS * scale * 5));
     const reviewAge = Math.max(1000, Math.round((SANDBOX_BRAND_REVIEW_MS + SANDBOX_ROLLOUT_STEP_MS * NETWORKS.length) * scale * 5));
-    const sweep = async () => {
-      try {
-        for (const r of await staleSandboxVetting(deps.db, vettingAge)) await handToProvider(deps, r);
-        for (const b of await staleSandboxReviews(deps.db, reviewAge)) {
-          const s = { organizationId: b.organization_id, round: b.review_round };
-          if (b.status === 'submitted') await sandboxBrandReviewProvider(deps.redis, deps.config).submit(s);
-          else await scheduleSandboxRollout(deps.redis, deps.config, s, NETWORKS.filter((n) => b.networks[n]?.status !== 'live'));
-        }
-      } catch (err) {
-        deps.log.warn({ err: (err as Error).message }, 'caller-trust sweep failed');
+    return periodic('caller-trust sweep', every, async () => {
+      for (const r of await staleSandboxVetting(deps.db, vettingAge)) await handToProvider(deps, r);
+      for (const b of await staleSandboxReviews(deps.db, reviewAge)) {
+        const s = { organizationId: b.organization_id, round: b.review_round };
+        if (b.status === 'submitted') await sandboxBrandReviewProvider(deps.redis, deps.config).submit(s);
+        else await scheduleSandboxRollout(deps.redis, deps.config, s, NETWORKS.filter((n) => b.networks[n]?.status !== 'live'));
       }
-    };
-    const timer = setInterval(() => void sweep(), every);
-    void sweep();
-    return { stop: async () => { clearInterval(timer); } };
+    }, { log: deps.log });
   },
 };

@@ -1,4 +1,5 @@
 import { enqueueSend, sendQueue, staleQueued } from '../../shared/sms/messages.ts';
+import { periodic } from '../periodic.ts';
 import type { Service } from '../processor.ts';
 
 // The gateway enqueues a message's send job right after its row commits; if it died in between (or Redis refused
@@ -7,15 +8,8 @@ import type { Service } from '../processor.ts';
 export const smsSendSweeper: Service = {
   name: 'sms-send-sweeper',
   async start(deps) {
-    const every = 30_000;
-    const sweep = async () => {
-      try {
-        await enqueueSend(sendQueue(deps.redis, deps.config.redisPrefix), await staleQueued(deps.db, 60_000));
-      } catch (err) {
-        deps.log.warn({ err: (err as Error).message }, 'sms send sweep failed');
-      }
-    };
-    const timer = setInterval(() => void sweep(), every);
-    return { stop: async () => { clearInterval(timer); } };
+    return periodic('sms send sweep', 30_000, async () => {
+      await enqueueSend(sendQueue(deps.redis, deps.config.redisPrefix), await staleQueued(deps.db, 60_000));
+    }, { firstMs: 30_000, log: deps.log });
   },
 };
