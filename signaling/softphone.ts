@@ -32,6 +32,9 @@ interface Session {
   organizationId: string | null;
   /** Rank of the last progress frame sent (frames never go backwards; duplicates are dropped). */
   sent: number;
+  /** welcome went out; until then ringing/answered are held (held: the furthest one), so they never precede it. */
+  welcomed: boolean;
+  held: CallProgress | null;
   answered: boolean;
   helloTimer: NodeJS.Timeout | null;
   /** The call's media session exists on the media process (created at redemption, until the call ends). */
@@ -86,7 +89,7 @@ export class Softphone {
       maxPayloadLength: 64 * 1024,
       sendPingsAutomatically: true,
       open: (ws) => {
-        const s: Session = { ws, open: true, state: 'hello', callId: null, organizationId: null, sent: 0, answered: false,
+        const s: Session = { ws, open: true, state: 'hello', callId: null, organizationId: null, sent: 0, welcomed: false, held: null, answered: false,
           helloTimer: null, media: false, transports: new Map(), farEnd: false };
         s.helloTimer = setTimeout(() => this.fail(s, 'hello_timeout'), HELLO_TIMEOUT_MS);
         this.sessions.set(ws, s);
@@ -276,6 +279,8 @@ export class Softphone {
       if (this.byCall.get(call.id) !== s) return this.closeMedia(s);
     }
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
+    s.welcomed = true;
+    if (s.held) { const held = s.held; s.held = null; this.push(s, held); }
     if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
     // Path A: before redemption nothing moves the call without also ending it (which the redemption refuses), so
     // all it can have missed is progress published since its commit, kept in `unclaimed`. Path B's carrier leg
@@ -318,6 +323,10 @@ export class Softphone {
   private push(s: Session, p: CallProgress) {
     const r = rank(p.status);
     if (r <= s.sent) return;
+    if (!s.welcomed && r < 3) {
+      if (!s.held || r > rank(s.held.status)) s.held = p;
+      return;
+    }
     if (r >= 1 && s.sent < 1 && r < 3) this.send(s, JSON.stringify({ type: 'ringing', call_id: p.call_id }));
     if (r >= 2 && r < 3) {
       s.answered = true;
