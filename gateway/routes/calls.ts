@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
-import { HANGUP_MODES, type CallRow, type HangupMode } from '../../shared/calls/model.ts';
-import { placeCall } from '../../shared/calls/place.ts';
-import { selectCallerId, type CallerIdSelection } from '../../shared/number-health/dial.ts';
+import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
+import { placeCall, type Placed } from '../../shared/calls/place.ts';
+import { exactSelection, selectCallerId, type CallerIdSelection } from '../../shared/number-health/dial.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
@@ -137,14 +137,15 @@ export const callRoutes: Plugin = (routes) => {
     errors: [...CALL_ERRORS],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
-      const sel = await selectCallerId(deps.db, principal.organizationId,
+      const set = await selectCallerId(deps.db, principal.organizationId,
         { from: body.from_number, numberSetId: body.number_set_id, to: body.to_number }, deps.clock.now());
-      const reply = (call: CallRow): Reply => ({ status: 202, body: { data: accepted(call, sel) } });
-      const call = await placeCall(deps.calls, principal, {
-        type: 'bridge', from: sel.from, to: body.to_number, connect: body.connect_number,
-        record: body.record ?? false, names: { from: 'from_number', to: 'to_number' },
+      const reply = ({ call, callerId }: Placed): Reply =>
+        ({ status: 202, body: { data: accepted(call, set ?? exactSelection(call.from_number, callerId)) } });
+      const placed = await placeCall(deps.calls, principal, {
+        type: 'bridge', from: set ? set.from : body.from_number, to: body.to_number, connect: body.connect_number,
+        record: body.record ?? false, withEvidence: !set, names: { from: 'from_number', to: 'to_number' },
       }, ctx.idempotent(reply));
-      return reply(call);
+      return reply(placed);
     },
   });
 
@@ -188,18 +189,18 @@ export const callRoutes: Plugin = (routes) => {
       if (Object.keys(fields).length) throw new ApiError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
-      const reply = (call: CallRow): Reply => ({
+      const reply = ({ call }: Placed): Reply => ({
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
         deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       });
-      const call = await placeCall(deps.calls, principal, {
+      const placed = await placeCall(deps.calls, principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
           to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
         },
       }, ctx.idempotent(reply));
-      return reply(call);
+      return reply(placed);
     },
   });
 

@@ -31,7 +31,7 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { isSandboxInventoryNumber } from '../numbers/inventory.ts';
 import { isEmergencyNumber, isEmergencyShortCode } from '../phone/emergency.ts';
-import { parseE164 } from '../phone/e164.ts';
+import { parseE164, type ParsedNumber } from '../phone/e164.ts';
 
 export type BlockReason = 'emergency' | 'special_service' | 'premium' | 'special_rate' | 'international';
 
@@ -48,26 +48,37 @@ const DIALABLE_TYPES = new Set(['FIXED_LINE', 'MOBILE', 'FIXED_LINE_OR_MOBILE', 
 const block = (reason: BlockReason, country: string): Verdict => ({ ok: false, code: 'destination_blocked', reason, country });
 
 /** The verdict on a short code (bare, or after a calling code), or null when `input` is not one. */
-export function shortCodeVerdict(input: string): Verdict | null {
-  if (typeof input !== 'string') return null;
-  if (/^\d{2,6}$/.test(input)) return block(isEmergencyShortCode(input) ? 'emergency' : 'special_service', 'ZZ');
-  // A calling code has at most 3 digits and a short code at most 6: longer numbers skip the parse.
-  if (!/^\+[1-9]\d{1,8}$/.test(input)) return null;
-  const lib = parsePhoneNumberFromString(input);
-  if (!lib) return null; // unknown calling code: destination_invalid
-  const national = lib.nationalNumber as string;
-  const country = lib.country ?? 'ZZ';
-  if (isEmergencyNumber(lib.countryCallingCode, national) && !lib.isValid()) return block('emergency', country);
-  if (!lib.isValid() && national.length <= 6) return block('special_service', country);
+export function shortCodeVerdict(input: string | ParsedNumber): Verdict | null {
+  if (typeof input === 'string') {
+    if (/^\d{2,6}$/.test(input)) return block(isEmergencyShortCode(input) ? 'emergency' : 'special_service', 'ZZ');
+    // A calling code has at most 3 digits and a short code at most 6: longer numbers skip the parse.
+    if (!/^\+[1-9]\d{1,8}$/.test(input)) return null;
+    // Too short for E.164 ("+44999", "+1911"): only this rule looks at it, so it is parsed here.
+    const parsed = parseE164(input);
+    if (parsed) return shortCodeVerdict(parsed);
+    const lib = parsePhoneNumberFromString(input);
+    if (!lib) return null; // unknown calling code: destination_invalid
+    return shortCodeOf(lib.countryCallingCode, lib.nationalNumber, lib.isValid(), lib.country ?? 'ZZ');
+  }
+  if (input.e164.length > 10 || input.callingCode === '') return null;
+  return shortCodeOf(input.callingCode, input.nationalNumber, input.valid, input.isoCountry);
+}
+
+function shortCodeOf(callingCode: string, national: string, valid: boolean, country: string): Verdict | null {
+  if (isEmergencyNumber(callingCode, national) && !valid) return block('emergency', country);
+  if (!valid && national.length <= 6) return block('special_service', country);
   return null;
 }
 
-export function classifyDestination(input: string, allowCountries: readonly string[] = []): Verdict {
+/** The destination rules' verdict. Give the parsed number where it is at hand (the dial path parses each number
+ *  once, shared/calls/place.ts); a string is checked for short codes and parsed here. */
+export function classifyDestination(number: string | Readonly<ParsedNumber>, allowCountries: readonly string[] = []): Verdict {
+  const input = typeof number === 'string' ? number : number.e164;
   // The sandbox's inventory first: it is most of what is dialed here, and a regex is cheaper than a parse.
   if (isSandboxInventoryNumber(input)) return input.endsWith('5551212') ? block('special_service', 'US') : { ok: true, country: 'US' };
-  const short = shortCodeVerdict(input);
+  const short = shortCodeVerdict(number);
   if (short) return short;
-  const parsed = parseE164(input);
+  const parsed = typeof number === 'string' ? parseE164(number) : number;
   if (!parsed) return { ok: false, code: 'destination_invalid' };
   if (parsed.callingCode === '1') {
     const npa = parsed.areaCode!;
@@ -91,9 +102,9 @@ export function classifyDestination(input: string, allowCountries: readonly stri
 
 /** Demo keys may only ring the sandbox's fictional numbers: NANP numbers in the 555 exchange (except
  *  555-1212, directory assistance), which is where every sandbox test number lives. */
-export function isDemoDestination(e164: string): boolean {
-  const p = parseE164(e164);
-  return !!p && p.callingCode === '1' && p.exchange === '555' && !e164.endsWith('5551212');
+export function isDemoDestination(number: string | Readonly<ParsedNumber>): boolean {
+  const p = typeof number === 'string' ? parseE164(number) : number;
+  return !!p && p.callingCode === '1' && p.exchange === '555' && !p.e164.endsWith('5551212');
 }
 
 export const BLOCK_MESSAGES: Record<BlockReason, string> = {

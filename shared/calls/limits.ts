@@ -30,28 +30,6 @@ export async function getLimits(db: Db | Tx, organizationId: string): Promise<Or
   return db.oneOrNone(`SELECT ${COLUMNS} FROM organizations WHERE id = $1`, [organizationId]);
 }
 
-/** What placing a call reads in one query: the organization's limits and the caller ID's live number, if it is one. */
-export interface PlacementLimits {
-  channel_limit: number;
-  calls_per_minute: number;
-  daily_spend_cap_cents: number;
-  allow_countries: string[];
-  max_call_minutes: number;
-  phone_id: number | null;
-  phone_status: string | null;
-  phone_max: number | null;
-}
-
-export async function placementLimits(db: Db | Tx, organizationId: string, fromNumber: string): Promise<PlacementLimits> {
-  return db.one<PlacementLimits>({ name: 'placement-limits', text:
-    `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
-            o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max
-       FROM organizations o
-       LEFT JOIN phone_numbers p ON p.organization_id = o.id AND p.phone_number = $2 AND p.status <> 'RELEASED'
-      WHERE o.id = $1`,
-    values: [organizationId, fromNumber] });
-}
-
 /** Applies the given fields (others unchanged) in one statement; null when the organization does not exist. */
 export async function setLimits(db: Db | Tx, organizationId: string, p: LimitsPatch): Promise<OrgLimits | null> {
   return db.oneOrNone(

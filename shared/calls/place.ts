@@ -18,13 +18,15 @@
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
 import { verifiedCallerIds } from '../caller-ids/standing.ts';
-import { assertCallAllowed } from '../compliance/guard.ts';
+import { assertFactsAllow } from '../compliance/guard.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
-import { isE164 } from '../phone/e164.ts';
+import { callerIdEvidence, type CallerIdEvidence } from '../number-health/resolve.ts';
+import { isE164, parseE164, type ParsedNumber } from '../phone/e164.ts';
 import { assertWithinBounds } from '../tokens/bounds.ts';
 import { BLOCK_MESSAGES, classifyDestination, isDemoDestination, shortCodeVerdict } from './destinations.ts';
-import { effectiveMaxCallMinutes, placementLimits, spendDay } from './limits.ts';
+import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { readPlacement } from './placement-read.ts';
 import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
@@ -37,20 +39,28 @@ export interface PlaceRequest {
   connect?: string;
   record: boolean;
   agent?: AgentSettings;
+  /** Answer the caller ID's Number Health evidence (the dial path's reply carries it). */
+  withEvidence?: boolean;
   /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
   names: { from: string; to: string };
+}
+
+export interface Placed {
+  call: CallRow;
+  /** With withEvidence: the caller ID's evidence; null for a verified caller ID (not a number of the organization). */
+  callerId: CallerIdEvidence | null;
 }
 
 const blocked = (field: string, message: string, hint?: string) =>
   new ApiError('destination_blocked', `${field} ${message}.`, { fields: { [field]: message }, resolutionHint: hint });
 
 /** `within` commits with the call row (a request's idempotency record). */
-export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest, within?: WithinTx<CallRow>): Promise<CallRow> {
+export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest, within?: WithinTx<Placed>): Promise<Placed> {
   const { db, key } = rt.deps;
   const F = req.names.from;
   const T = req.names.to;
 
-  // 1. Validation.
+  // 1. Validation. Each number is parsed once, here; the rules below read the parsed numbers.
   if (req.to === undefined || req.to === '') {
     throw new ApiError('destination_missing', `No destination: ${T} is required.`, { fields: { [T]: 'is required' } });
   }
@@ -59,7 +69,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     const v = n === undefined ? null : shortCodeVerdict(n);
     if (v && !v.ok && v.code === 'destination_blocked') throw blocked(field, BLOCK_MESSAGES[v.reason]);
   }
-  if (!isE164(req.to)) {
+  const to = parseE164(req.to);
+  if (!to) {
     throw new ApiError('destination_invalid', `${T} is not a valid dialable E.164 number.`,
       { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
   }
@@ -67,22 +78,25 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     throw validationError({ [F]: 'is required (the caller ID, an E.164 number of your organization)' });
   }
   if (!isE164(req.from)) throw validationError({ [F]: 'must be an E.164 number, e.g. +14155550123' });
+  let connect: Readonly<ParsedNumber> | null = null;
   if (req.type === 'bridge') {
     if (req.connect === undefined) {
       throw validationError({ connect_number: 'is required: the phone rung first and bridged to to_number' });
     }
-    if (!isE164(req.connect)) {
+    connect = parseE164(req.connect);
+    if (!connect) {
       throw new ApiError('destination_invalid', 'connect_number is not a valid dialable E.164 number.',
         { fields: { connect_number: 'must be a dialable E.164 number' } });
     }
   }
-  const dialed: [string, string][] = [[T, req.to], ...(req.type === 'bridge' ? [['connect_number', req.connect!] as [string, string]] : [])];
+  const dialed: [string, Readonly<ParsedNumber>][] = [[T, to], ...(connect ? [['connect_number', connect] as [string, Readonly<ParsedNumber>]] : [])];
 
   // 2. Key ceiling.
-  assertWithinBounds(p, [F, req.from], dialed);
+  assertWithinBounds(p, [F, req.from], dialed.map(([field, n]) => [field, n.e164]));
 
+  // Everything the next steps read from PostgreSQL, in one round trip.
   const now = new Date();
-  const org = await placementLimits(db, p.organizationId, req.from);
+  const { limits: org, evidence, compliance } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
 
   // 3. Destination rules.
   for (const [field, n] of dialed) {
@@ -116,7 +130,10 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   }
 
   // 4b. Plan and call compliance of the destination.
-  await assertCallAllowed(db, p.organizationId, req.to, T, { now: () => now.getTime() });
+  assertFactsAllow(compliance, T, { now: () => now.getTime() });
+  // The caller ID's evidence: cached, else computed now (nothing is reserved yet, so a failure here holds nothing).
+  const callerId = req.withEvidence && org.phone_id !== null
+    ? await callerIdEvidence(db, p.organizationId, org.phone_id, evidence, now.getTime()) : null;
 
   // 5. Call rate.
   const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
@@ -157,32 +174,32 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   try {
     const leg = (role: Leg['role'], number: string): Leg =>
       ({ role, number, status: 'PENDING', reason: null, originated_at: null, answered_at: null, ended_at: null });
-    const legs: Legs = req.type === 'bridge'
-      ? { connect: leg('connect', req.connect!), destination: leg('destination', req.to) }
-      : { destination: leg('destination', req.to) };
+    const legs: Legs = connect
+      ? { connect: leg('connect', connect.e164), destination: leg('destination', to.e164) }
+      : { destination: leg('destination', to.e164) };
     // Browser calls (webrtc, room): the softphone is a leg too, connected when its ticket is redeemed.
     if (req.type === 'webrtc' || req.type === 'room') legs.browser = leg('browser', `browser:${p.userId ?? p.keyId}`);
     call = await insertCall(db, {
       id, organization_id: p.organizationId, api_key_id: p.kind === 'api_key' ? p.keyId : null, user_id: p.userId,
-      type: req.type, from_number: req.from, to_number: req.to, connect_number: req.connect ?? null,
+      type: req.type, from_number: req.from, to_number: to.e164, connect_number: connect?.e164 ?? null,
       phone_number_id: org.phone_id, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,
       legs, channels, carrier: rt.profile.name, time_scale: rt.profile.timeScale,
       max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds(req.type, reservedCents, price)),
       spend_reserved_cents: reservedCents,
       ring_timeout_seconds: RING_TIMEOUT_SECONDS, price_cents_per_minute: rt.profile.pricePerMinuteCents, created_at: now,
-    }, within);
+    }, within && ((tx, row) => within(tx, { call: row, callerId })));
   } catch (err) {
     await rt.channels.release(p.organizationId, id).catch(() => undefined);
     await releaseSpend();
     throw err;
   }
   // Path A (webrtc) dials only once the browser redeems its ticket on the signaling WebSocket.
-  if (req.type === 'webrtc') return call;
+  if (req.type === 'webrtc') return { call, callerId };
   try {
     await rt.queues.enqueueDial(id);
   } catch (err) {
     // The call is recorded; the reconciler enqueues dial jobs of calls left QUEUED.
     rt.deps.log.error({ err, call_id: id }, 'dial job not enqueued; the reconciler will retry');
   }
-  return call;
+  return { call, callerId };
 }

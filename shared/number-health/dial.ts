@@ -5,7 +5,7 @@ import type { Db } from '../db.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { isE164 } from '../phone/e164.ts';
 import type { EvidenceState, RecommendedAction } from './evidence.ts';
-import { evidenceOfNumber, resolveNumberSet, SELECTION_SOURCE } from './resolve.ts';
+import { resolveNumberSet, SELECTION_SOURCE, type CallerIdEvidence } from './resolve.ts';
 
 export interface CallerIdSelection {
   from: string | undefined;
@@ -15,16 +15,14 @@ export interface CallerIdSelection {
   recommended_action: RecommendedAction | null;
 }
 
+/** With number_set_id and no from_number: the set's selection. Otherwise the exact from_number, whose evidence
+ *  placement reads with its own facts (placeCall withEvidence, one round trip): `exactSelection` turns it into the
+ *  answer. */
 export async function selectCallerId(db: Db, organizationId: string, req: { from?: string; numberSetId?: string; to?: string },
-  now: number): Promise<CallerIdSelection> {
-  const none = { evidence_state: null, health_warning: null, recommended_action: null };
-  if (req.from !== undefined || req.numberSetId === undefined) {
-    const ev = req.from !== undefined && isE164(req.from) ? await evidenceOfNumber(db, organizationId, req.from, now) : null;
-    return { from: req.from, selection_source: 'exact_from_number', ...(ev
-      ? { evidence_state: ev.evidence_state, health_warning: ev.health_warning, recommended_action: ev.recommended_action } : none) };
-  }
+  now: number): Promise<CallerIdSelection | null> {
+  if (req.from !== undefined || req.numberSetId === undefined) return null;
   // Without a dialable destination there is nothing to be sticky to: placement reports the destination error.
-  if (req.to === undefined || !isE164(req.to)) return { from: undefined, selection_source: SELECTION_SOURCE, ...none };
+  if (req.to === undefined || !isE164(req.to)) return { from: undefined, selection_source: SELECTION_SOURCE, ...NONE };
   const r = await resolveNumberSet(db, organizationId, req.numberSetId, req.to, now).catch((err) => {
     // On dial the set is a body field, not the resource of the path: an unknown one is a bad field.
     if (err instanceof ApiError && err.code === 'not_found') throw validationError({ number_set_id: 'is not a Number Set of your organization' });
@@ -33,3 +31,9 @@ export async function selectCallerId(db: Db, organizationId: string, req: { from
   return { from: r.from_number, selection_source: SELECTION_SOURCE, evidence_state: r.evidence_state,
     health_warning: r.health_warning, recommended_action: r.recommended_action };
 }
+
+/** The exact from_number's selection, from its evidence as placement read it. */
+export const exactSelection = (from: string, ev: CallerIdEvidence | null): CallerIdSelection =>
+  ({ from, selection_source: 'exact_from_number', ...(ev ?? NONE) });
+
+const NONE = { evidence_state: null, health_warning: null, recommended_action: null };

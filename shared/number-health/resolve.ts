@@ -115,17 +115,23 @@ export async function resolveNumberSet(db: Db, organizationId: string, setId: st
   };
 }
 
-/** The evidence of an exact caller ID (dial with from_number): dialed as given, with a warning when it is risky. */
-export async function evidenceOfNumber(db: Db, organizationId: string, phoneNumber: string, now: number) {
-  // The dial path asks this for every exact from_number: one query while the number's cached evidence holds.
-  const row = await db.oneOrNone<{ id: number; generation: number | null; fresh: boolean; evidence_state: EvidenceState | null;
-    health_warning: string | null; recommended_action: RecommendedAction | null }>({ name: 'dial-from-evidence', text:
-    `SELECT p.id, c.generation, c.evidence_state IS NOT NULL AND (c.valid_until IS NULL OR c.valid_until > $3) AS fresh,
-            c.evidence_state, c.health_warning, c.recommended_action
-       FROM phone_numbers p LEFT JOIN number_evidence_cache c ON c.phone_id = p.id
-      WHERE p.organization_id = $1 AND p.phone_number = $2 AND p.status <> 'RELEASED'`, values: [organizationId, phoneNumber, new Date(now)] });
-  if (!row) return null;
-  if (row.fresh) return { evidence_state: row.evidence_state!, health_warning: row.health_warning, recommended_action: row.recommended_action! };
-  const [e] = await refreshEvidence(db, organizationId, new Map([[row.id, row.generation ?? 0]]), now);
+/** The evidence of an exact caller ID: what a dial with from_number answers, with a warning when it is risky. */
+export interface CallerIdEvidence { evidence_state: EvidenceState; health_warning: string | null; recommended_action: RecommendedAction }
+
+/** A number's cached evidence as columns of a query that joins number_evidence_cache as `cache` (`now`: the
+ *  parameter holding the time): the dial path reads them in its placement query, not in a query of their own. */
+export const CACHED_EVIDENCE_COLUMNS = (cache: string, now: string) =>
+  `${cache}.generation AS evidence_generation,
+   ${cache}.evidence_state IS NOT NULL AND (${cache}.valid_until IS NULL OR ${cache}.valid_until > ${now}) AS evidence_fresh,
+   ${cache}.evidence_state, ${cache}.health_warning, ${cache}.recommended_action`;
+
+export interface CachedEvidenceColumns { evidence_generation: number | null; evidence_fresh: boolean | null;
+  evidence_state: EvidenceState | null; health_warning: string | null; recommended_action: RecommendedAction | null }
+
+/** The number's evidence from those columns, computed (and cached) when the cached row is missing or expired. */
+export async function callerIdEvidence(db: Db, organizationId: string, phoneId: number, row: CachedEvidenceColumns,
+  now: number): Promise<CallerIdEvidence | null> {
+  if (row.evidence_fresh) return { evidence_state: row.evidence_state!, health_warning: row.health_warning, recommended_action: row.recommended_action! };
+  const [e] = await refreshEvidence(db, organizationId, new Map([[phoneId, row.evidence_generation ?? 0]]), now);
   return e ? { evidence_state: e.evidence_state, health_warning: e.health_warning, recommended_action: e.recommended_action } : null;
 }

@@ -22,7 +22,7 @@ export const roomUrl = (config: Config) =>
   config.livekit ? config.livekit.url.replace(/^http(s?):/, 'ws$1:') : softphoneUrl(config);
 
 export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: BrowserCallRequest) {
-  const call = await placeCall(rt, p, {
+  const { call } = await placeCall(rt, p, {
     type: 'webrtc', from: req.from_number, to: req.to_number, record: false, names: { from: 'from_number', to: 'to_number' },
   });
   const token = newTicket();
@@ -34,7 +34,7 @@ export async function issueRoomToken(rt: CallRuntime, p: Principal, req: Browser
   const { db, config } = rt.deps;
   // Signed before the call is placed so a key problem never leaves a placed call behind.
   const keys = await roomKeyPair(db, config);
-  const call = await placeCall(rt, p, {
+  const { call } = await placeCall(rt, p, {
     type: 'room', from: req.from_number, to: req.to_number, record: false, names: { from: 'from_number', to: 'to_number' },
   });
   let token: string;
