@@ -65,7 +65,9 @@ export class TestEnv {
 
   /** Starts one Procfile process (node --import tsx <proc>/main.ts) with this file's environment. */
   spawn(proc: 'gateway' | 'signaling' | 'media' | 'workers', extra: Record<string, string> = {}): Proc {
-    const child = spawn(process.execPath, ['--import', 'tsx', `${proc}/main.ts`], {
+    // BENCH_CPU_PROF=<dir>: a V8 CPU profile of the process there, written when it exits (as bench/harness.ts does).
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], {
       // At info so ready() sees the ready line; the output stays in memory unless a test prints it.
       cwd: ROOT, env: { ...process.env, ...this.env, LOG_LEVEL: 'info', ...extra }, stdio: ['ignore', 'pipe', 'pipe'],
     });
