@@ -95,9 +95,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
     throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
   }
-  if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
-    throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
-  }
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
   return {
