@@ -12,6 +12,56 @@ export interface LiveKitSettings {
   pricePerMinuteCents: number;
 }
 
+/** Number reputation (shared/caller-trust/reputation), read by the gateway and the workers alike. */
+export interface ReputationSettings {
+  /** REPUTATION_PROVIDER: sandbox (default) or telnyx. */
+  provider: 'sandbox' | 'telnyx';
+  /** Evidence older than this is stale: the background refresh re-checks it (REPUTATION_FRESHNESS_SECONDS, 24 h). */
+  freshnessMs: number;
+  /** How often the background refresh looks for stale numbers (REPUTATION_SCAN_MS, 5 minutes). */
+  scanMs: number;
+  /** Stale numbers queued per scan (REPUTATION_BATCH_SIZE, 500). */
+  batchSize: number;
+  /** Provider lookups per second across every workers process (REPUTATION_RATE_PER_SECOND, 20). */
+  ratePerSecond: number;
+  /** Lookups in flight per workers process (REPUTATION_CONCURRENCY, 5). */
+  concurrency: number;
+  /** The Telnyx adapter's settings; present exactly when REPUTATION_PROVIDER=telnyx. */
+  telnyx: TelnyxReputationSettings | null;
+}
+
+export interface TelnyxReputationSettings {
+  /** TELNYX_API_KEY (required). */
+  apiKey: string;
+  /** TELNYX_ENTERPRISE_ID (required). */
+  enterpriseId: string;
+  /** TELNYX_API_URL without a trailing slash (default https://api.telnyx.com/v2: this adapter's paths follow /v2). */
+  baseUrl: string;
+  /** Per-request timeout (REPUTATION_HTTP_TIMEOUT_MS, 8000). */
+  timeoutMs: number;
+}
+
+/** CNAM registration (shared/cnam), used by the workers' cnam-registration processor. */
+export interface CnamSettings {
+  /** CNAM_PROVIDER: sandbox (default) or telnyx. */
+  provider: 'sandbox' | 'telnyx';
+  /** Present exactly when CNAM_PROVIDER=telnyx: TELNYX_API_KEY (required) and TELNYX_API_URL (default
+   *  https://api.telnyx.com: this adapter adds /v2 to its paths itself). */
+  telnyx: { apiKey: string; baseUrl: string } | null;
+}
+
+export interface SmsSettings {
+  /** Messages per second one number hands to the carrier, across every workers process (SMS_NUMBER_RATE_PER_SECOND, 1). */
+  numberRatePerSecond: number;
+}
+
+export interface OptimizeSettings {
+  /** Beacons per minute one client address may send to the collector (OPTIMIZE_COLLECT_LIMIT, 600). */
+  collectLimit: number;
+  /** How often the workers roll the collector's counters up into PostgreSQL (OPTIMIZE_ROLLUP_MS, 1000). */
+  rollupMs: number;
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -57,6 +107,11 @@ export interface Config {
   signalingPublicUrl: string | null;
   /** Key pair room tokens are signed with (LIVEKIT_API_KEY / LIVEKIT_API_SECRET); null: a sandbox pair from the database. */
   roomTokenKey: { apiKey: string; apiSecret: string } | null;
+  // --- Areas ---
+  reputation: ReputationSettings;
+  cnam: CnamSettings;
+  sms: SmsSettings;
+  optimize: OptimizeSettings;
 }
 
 function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
@@ -65,6 +120,31 @@ function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
+}
+
+/** A positive number (fractions allowed), or the fallback when unset. */
+function positive(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+/** A positive integer (a count, a period in ms), or the fallback when unset. */
+function positiveInt(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+/** One of the choices; the first is the default. */
+function oneOf<T extends string>(name: string, choices: readonly T[], env: NodeJS.ProcessEnv): T {
+  const v = env[name] || choices[0];
+  if (!(choices as readonly string[]).includes(v)) throw new Error(`${name} must be ${choices.join(' or ')}, got "${v}"`);
+  return v as T;
 }
 
 /** A signing secret from the environment: at least 32 characters, or unset. */
@@ -87,14 +167,42 @@ function liveKitSettings(env: NodeJS.ProcessEnv): LiveKitSettings {
   };
 }
 
+/** Reads REPUTATION_*; with REPUTATION_PROVIDER=telnyx also the Telnyx adapter's settings, naming every missing one. */
+function reputationSettings(env: NodeJS.ProcessEnv): ReputationSettings {
+  const provider = oneOf('REPUTATION_PROVIDER', ['sandbox', 'telnyx'], env);
+  let telnyx: TelnyxReputationSettings | null = null;
+  if (provider === 'telnyx') {
+    const missing = ['TELNYX_API_KEY', 'TELNYX_ENTERPRISE_ID'].filter((n) => !env[n]);
+    if (missing.length) throw new Error(`REPUTATION_PROVIDER=telnyx needs ${missing.join(', ')}`);
+    telnyx = {
+      apiKey: env.TELNYX_API_KEY!, enterpriseId: env.TELNYX_ENTERPRISE_ID!,
+      baseUrl: (env.TELNYX_API_URL || 'https://api.telnyx.com/v2').replace(/\/+$/, ''),
+      timeoutMs: positiveInt('REPUTATION_HTTP_TIMEOUT_MS', 8000, env),
+    };
+  }
+  return {
+    provider,
+    freshnessMs: positive('REPUTATION_FRESHNESS_SECONDS', 86_400, env) * 1000,
+    scanMs: positive('REPUTATION_SCAN_MS', 300_000, env),
+    batchSize: positiveInt('REPUTATION_BATCH_SIZE', 500, env),
+    ratePerSecond: positiveInt('REPUTATION_RATE_PER_SECOND', 20, env),
+    concurrency: positiveInt('REPUTATION_CONCURRENCY', 5, env),
+    telnyx,
+  };
+}
+
+function cnamSettings(env: NodeJS.ProcessEnv): CnamSettings {
+  const provider = oneOf('CNAM_PROVIDER', ['sandbox', 'telnyx'], env);
+  if (provider === 'sandbox') return { provider, telnyx: null };
+  if (!env.TELNYX_API_KEY) throw new Error('CNAM_PROVIDER=telnyx needs TELNYX_API_KEY');
+  return { provider, telnyx: { apiKey: env.TELNYX_API_KEY, baseUrl: env.TELNYX_API_URL || 'https://api.telnyx.com' } };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
   const retryScale = env.WEBHOOK_RETRY_SCALE ? Number(env.WEBHOOK_RETRY_SCALE) : 1;
   if (!(retryScale > 0)) throw new Error(`WEBHOOK_RETRY_SCALE must be a positive number, got "${env.WEBHOOK_RETRY_SCALE}"`);
-  if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
-    throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
-  }
   if (env.SIGNALING_PUBLIC_URL && !/^wss?:\/\/[^/]/.test(env.SIGNALING_PUBLIC_URL)) {
     throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
   }
@@ -128,5 +236,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ticketCleanupSeconds: int('TICKET_CLEANUP_SECONDS', 300, env) || 300,
     signalingPublicUrl: env.SIGNALING_PUBLIC_URL ? env.SIGNALING_PUBLIC_URL : null,
     roomTokenKey: env.LIVEKIT_API_KEY && env.LIVEKIT_API_SECRET ? { apiKey: env.LIVEKIT_API_KEY, apiSecret: env.LIVEKIT_API_SECRET } : null,
+    reputation: reputationSettings(env),
+    cnam: cnamSettings(env),
+    sms: { numberRatePerSecond: positive('SMS_NUMBER_RATE_PER_SECOND', 1, env) },
+    optimize: {
+      collectLimit: positiveInt('OPTIMIZE_COLLECT_LIMIT', 600, env),
+      rollupMs: positiveInt('OPTIMIZE_ROLLUP_MS', 1000, env),
+    },
   };
 }

@@ -20,7 +20,7 @@ await runProcess(log, async () => {
   const deps: WorkerDeps = { ...base, calls: new CallRuntime(base, true), webhooks: deliveryContext(db, config) };
   const workers = PROCESSORS.map((p) => {
     const w = new Worker(p.queue, (job, token) => p.process(job, deps, token), {
-      ...p.workerOptions,
+      ...(typeof p.workerOptions === 'function' ? p.workerOptions(config) : p.workerOptions),
       connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: config.redisPrefix,
       concurrency: typeof p.concurrency === 'function' ? p.concurrency(config) : p.concurrency,
     });

@@ -12,13 +12,16 @@ export interface WorkerDeps extends ProcessDeps {
   webhooks: DeliveryContext;
 }
 
+type WorkerSettings = Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter'>;
+
 /** One queue's processor; each lives in its own file under workers/processors/ and is listed in registry.ts. */
 export interface Processor<D = unknown> {
   queue: string;
   /** Jobs run at once per process: a number, or read from the configuration when the Worker is created. */
   concurrency: number | ((config: Config) => number);
-  /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner. */
-  workerOptions?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter'>;
+  /** BullMQ Worker settings beyond concurrency, e.g. a shorter lock so a crashed process's jobs come back sooner; or read
+   *  from the configuration when the Worker is created. */
+  workerOptions?: WorkerSettings | ((config: Config) => WorkerSettings);
   /** token: the job's lock token, for processors that move their job themselves (e.g. back to delayed). */
   process(job: Job<D>, deps: WorkerDeps, token?: string): Promise<unknown>;
 }

@@ -3,7 +3,7 @@ import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../../shared/c
 import { CARRIERS, RISK_LEVELS } from '../../shared/caller-trust/reputation/provider.ts';
 import { ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { getRemediation, listRemediations, openRemediation, remediationView, type RemediationRow } from '../../shared/caller-trust/reputation/remediation.ts';
-import { reputationProvider, reputationSettings } from '../../shared/caller-trust/reputation/settings.ts';
+import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import { listReputation, ownedNumber, readEvidence, reputationView } from '../../shared/caller-trust/reputation/store.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { GatewayDeps, Plugin, Reply } from '../http/types.ts';
@@ -68,8 +68,7 @@ const CASE_EXAMPLE = {
   created_at: '2026-11-23T08:05:00.000Z', updated_at: '2026-11-23T08:05:00.000Z', in_review_at: null, closed_at: null,
 };
 
-const settings = () => reputationSettings();
-const provider = (deps: GatewayDeps) => reputationProvider(deps.db, deps.config.sandboxTimeScale);
+const provider = (deps: GatewayDeps) => reputationProvider(deps.db, deps.config);
 
 export const callerTrustReputationRoutes: Plugin = (routes) => {
   routes.add({
@@ -99,7 +98,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
         refresh = { charged: r.charged, price_cents: FRESH_CHECK_PRICE_CENTS };
       }
       const rows = (await readEvidence(deps.db, [n.id])).get(n.id) ?? [];
-      return { status: 200, body: { data: reputationView(n, rows, settings().freshnessMs), ...(refresh ? { refresh } : {}) } };
+      return { status: 200, body: { data: reputationView(n, rows, deps.config.reputation.freshnessMs), ...(refresh ? { refresh } : {}) } };
     },
   });
 
@@ -122,7 +121,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: Type.Array(Reputation, { description: 'The numbers\' evidence.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('reputation-numbers', query);
-      const { freshnessMs } = settings();
+      const { freshnessMs } = deps.config.reputation;
       const rows = await listReputation(deps.db, principal.organizationId,
         { risk_level: query.risk_level, carrier: query.carrier, flagged: query.flagged, stale: query.stale } as Parameters<typeof listReputation>[2],
         freshnessMs, page);

@@ -365,9 +365,6 @@ export const optimizeRoutes: Plugin = (routes) => {
   });
 };
 
-/** Requests per minute one client address may send to the collector (OPTIMIZE_COLLECT_LIMIT, default 600 beacons). */
-const collectLimit = () => Number(process.env.OPTIMIZE_COLLECT_LIMIT ?? 600);
-
 /** The host of the page a request came from (Origin, else Referer), or null when it sent neither. */
 function pageHost(headers: Record<string, string>): string | null {
   const from = headers.origin && headers.origin !== 'null' ? headers.origin : headers.referer;
@@ -433,7 +430,7 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
 /** The public tag (GET /v1/optimize/tag.js?k=) and collector (POST /v1/optimize/collect): no API key, the public key
  *  only names the property. */
 export function registerOptimizePublic(gateway: HttpGateway): void {
-  const { db, redis, key, log } = gateway.deps;
+  const { db, redis, key, log, config: { optimize } } = gateway.deps;
   const configs = new LiveConfigs(db);
   const collector = new Collector(redis, key, configs);
   const limiter = new FixedWindowLimiter(redis, { leaseShare: 0.01 });
@@ -459,7 +456,7 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
   gateway.addRaw('OPTIONS' as 'POST', '/v1/optimize/collect', () => ({ status: 204, contentType: 'text/plain', body: '', headers: {
     ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '86400' } }));
   gateway.addRaw('POST', '/v1/optimize/collect', async (req) => {
-    const d = await limiter.take(key('rl', 'optimize', req.remote), collectLimit());
+    const d = await limiter.take(key('rl', 'optimize', req.remote), optimize.collectLimit);
     if (!d.allowed) return { ...text(429, 'rate limited\n'), headers: { ...cors, 'retry-after': String(d.resetSeconds) } };
     try {
       const out = await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers));

@@ -1,6 +1,7 @@
 // CNAM registration providers: submit a number's display name to the caller-name databases and learn whether it
 // was registered or rejected. The sandbox provider is the default; shared/cnam/telnyx.ts is the production
 // adapter's shape for one carrier.
+import type { CnamSettings } from '../config.ts';
 import { TelnyxCnamProvider } from './telnyx.ts';
 
 export type CnamResult =
@@ -30,11 +31,7 @@ export const sandboxCnamProvider: CnamProvider = {
   },
 };
 
-/** The provider of the configured environment: Telnyx when CNAM_PROVIDER=telnyx (with TELNYX_API_KEY), else the sandbox. */
-export function cnamProvider(env: NodeJS.ProcessEnv = process.env): CnamProvider {
-  if (env.CNAM_PROVIDER === 'telnyx') {
-    if (!env.TELNYX_API_KEY) throw new Error('CNAM_PROVIDER=telnyx needs TELNYX_API_KEY');
-    return new TelnyxCnamProvider(env.TELNYX_API_KEY, env.TELNYX_API_URL);
-  }
-  return sandboxCnamProvider;
+/** The configured provider: Telnyx when CNAM_PROVIDER=telnyx, else the sandbox. */
+export function cnamProvider(settings: CnamSettings): CnamProvider {
+  return settings.telnyx ? new TelnyxCnamProvider(settings.telnyx.apiKey, settings.telnyx.baseUrl) : sandboxCnamProvider;
 }

@@ -17,8 +17,6 @@ import { liveKeys } from './collector.ts';
 
 export const ROLLUP_QUEUE = 'optimize-rollup';
 export const ROLLUP_SCHEDULER_ID = 'optimize-rollup-every';
-/** How often the rollup runs (OPTIMIZE_ROLLUP_MS, default 1000 ms). */
-export const rollupEveryMs = () => Number(process.env.OPTIMIZE_ROLLUP_MS ?? 1000);
 
 function batchKeys(key: Keyer) {
   return { imp: key('opt', 'batch', 'imp'), asg: key('opt', 'batch', 'asg'), cnv: key('opt', 'batch', 'cnv'), id: key('opt', 'batch', 'id') };

@@ -7,13 +7,13 @@
 // and each keyword gets its automatic reply, recorded as an outbound message and sent like any other (the STOP
 // confirmation is sent even though the recipient just opted out).
 import type { Db, WithinTx } from '../db.ts';
+import { recordOptOut, revokeOptOut } from '../contacts/opt-outs.ts';
 import { validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
 import type { Queue } from 'bullmq';
 import { enqueueSend, insertOutbound, measureBody, type MessageRow, type SendJob } from './messages.ts';
-import { optIn, optOut } from './opt-outs.ts';
 import { countSegments } from './segments.ts';
 
 export type Keyword = 'stop' | 'start' | 'help';
@@ -67,8 +67,10 @@ export async function receiveInbound(db: Db, q: Queue<SendJob>, organizationId: 
       [id, organizationId, input.to_number, input.from_number, input.body, measured.encoding, measured.segments,
         `SBXIN${id.replace(/-/g, '')}`, keyword]);
     await recordEvent(tx, { organizationId, eventType: 'contact_replied', data: contactRepliedData(message, keyword) });
-    if (keyword === 'stop') await optOut(tx, organizationId, input.from_number, `sms_keyword:${input.body.trim().toUpperCase()}`);
-    if (keyword === 'start') await optIn(tx, organizationId, input.from_number);
+    // A STOP from an opted-out number, or a START from one that is not, changes nothing; either is still answered.
+    const from = input.from_number;
+    if (keyword === 'stop') await recordOptOut(tx, organizationId, from, 'sms', `sms_keyword:${input.body.trim().toUpperCase()}`);
+    if (keyword === 'start') await revokeOptOut(tx, organizationId, from, 'sms');
     let reply: MessageRow | null = null;
     if (keyword) {
       const text = autoReplyText(keyword, to.org_name);

@@ -3,17 +3,17 @@
 //   queued --carrier accepts--> sent --receipt--> delivered | undelivered
 //   queued --carrier refuses, recipient opted out, or the spend cap--> failed (error_message says which)
 //
-// The opt-out is checked under the recipient's lock (shared/sms/opt-outs.ts) in the transaction that hands the
+// The opt-out is checked under the recipient's lock (shared/contacts/opt-outs.ts) in the transaction that hands the
 // message over and marks it sent: a STOP that commits first stops it; a STOP that comes later waits for the
 // hand-over to commit. Automatic replies to STOP/START/HELP skip the opt-out check (the STOP confirmation is owed).
 // Money (SMS_PRICE_CENTS_PER_SEGMENT per segment) is charged just before the hand-over, once per message; a
 // message that then loses a race with a STOP keeps its charge.
+import { isOptedOut, lockRecipient } from '../contacts/opt-outs.ts';
 import type { Db, Tx } from '../db.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import type { SpendCharges } from '../spend/charges.ts';
 import type { SmsCarrier, SmsReceipt } from './carrier.ts';
 import { messageEventData, type MessageRow } from './messages.ts';
-import { isOptedOut, lockRecipient } from './opt-outs.ts';
 import { smsCostCents } from './pricing.ts';
 
 export const OPTED_OUT_ERROR = 'recipient_opted_out: the recipient replied STOP before the message was handed to the carrier';
@@ -39,7 +39,7 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
   const checkOptOut = m.auto_reply_to === null;
 
   // Without a lock first: an opted-out recipient costs nothing.
-  let error: string | null = checkOptOut && await isOptedOut(d.db, m.organization_id, m.remote_number) ? OPTED_OUT_ERROR : null;
+  let error: string | null = checkOptOut && await isOptedOut(d.db, m.organization_id, m.remote_number, 'sms') ? OPTED_OUT_ERROR : null;
   if (!error) {
     const charge = await d.charges.charge({ organizationId: m.organization_id, kind: 'sms', ref: m.id,
       cents: smsCostCents(m.segments), quantity: m.segments, capCents: m.cap });
@@ -50,7 +50,7 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
     await lockRecipient(tx, m.organization_id, m.remote_number);
     const cur = await tx.oneOrNone<MessageRow>('SELECT * FROM sms_messages WHERE id = $1 FOR UPDATE', [m.id]);
     if (!cur || cur.status !== 'queued') return 'skipped';
-    if (!error && checkOptOut && await isOptedOut(tx, m.organization_id, m.remote_number)) error = OPTED_OUT_ERROR;
+    if (!error && checkOptOut && await isOptedOut(tx, m.organization_id, m.remote_number, 'sms')) error = OPTED_OUT_ERROR;
     if (error) { await fail(tx, m.id, error); return 'failed'; }
     const r = await d.carrier.submit({ messageId: m.id, from: m.local_number, to: m.remote_number, body: m.body, segments: m.segments });
     if (!r.accepted) { await fail(tx, m.id, r.error, r.providerId); return 'failed'; }

@@ -1,18 +1,10 @@
 // The per-number throughput limit of outbound SMS: a 10DLC number sends at most SMS_NUMBER_RATE_PER_SECOND
-// messages per second (default 1), across every workers process. Each message reserves the number's next free
-// slot on its first visit (so messages go out in the order they were taken), waits for it as a delayed job, and
+// messages per second (Config.sms, default 1), across every workers process. Each message reserves the number's next
+// free slot on its first visit (so messages go out in the order they were taken), waits for it as a delayed job, and
 // is handed over only once the interval since the number's last hand-over has passed (throughput.lua).
 import type { Redis } from 'ioredis';
 import type { Keyer } from '../redis.ts';
 import { defineScript, script } from '../redis-scripts.ts';
-
-export const DEFAULT_NUMBER_RATE_PER_SECOND = 1;
-
-export function numberRatePerSecond(env: NodeJS.ProcessEnv = process.env): number {
-  const v = Number(env.SMS_NUMBER_RATE_PER_SECOND ?? DEFAULT_NUMBER_RATE_PER_SECOND);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`SMS_NUMBER_RATE_PER_SECOND must be a positive number, got "${env.SMS_NUMBER_RATE_PER_SECOND}"`);
-  return v;
-}
 
 export type Pace = { send: true; slot: number } | { send: false; slot: number; waitMs: number };
 

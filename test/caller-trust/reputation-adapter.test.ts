@@ -6,8 +6,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { ProviderError } from '../../shared/caller-trust/reputation/provider.ts';
 import { sandboxEvidence } from '../../shared/caller-trust/reputation/sandbox.ts';
-import { reputationSettings } from '../../shared/caller-trust/reputation/settings.ts';
-import { telnyxEvidence, TelnyxReputationProvider, telnyxSettingsFrom } from '../../shared/caller-trust/reputation/telnyx.ts';
+import { telnyxEvidence, TelnyxReputationProvider } from '../../shared/caller-trust/reputation/telnyx.ts';
 import { ROOT } from '../helpers/env.ts';
 
 const fixture = (name: string) => readFileSync(`${ROOT}test/fixtures/telnyx-reputation/${name}`, 'utf8');
@@ -128,16 +127,6 @@ t.test('a POST is not retried when the provider may have acted (500), is on 503'
   const b = await telnyxDouble(t, [{ status: 503, body: fixture('error-503.json') }, { status: 202, body: fixture('remediation-submitted.json') }]);
   t.equal(await b.provider.submitRemediation({ phoneNumber: '+16282015558', kind: 'umbrella', callPurpose: 'x' }), 'b7c1f1c0-7a9d-4f0a-9d3e-2f6a1c4b8e21');
   t.equal(b.seen.length, 2);
-});
-
-t.test('settings: provider selection by environment', async (t) => {
-  t.equal(reputationSettings({}).provider, 'sandbox', 'sandbox by default');
-  t.equal(reputationSettings({}).freshnessMs, 86_400_000, 'a 24-hour freshness window by default');
-  t.equal(reputationSettings({ REPUTATION_PROVIDER: 'telnyx' }).provider, 'telnyx');
-  t.throws(() => reputationSettings({ REPUTATION_PROVIDER: 'hiya' }), /sandbox or telnyx/);
-  t.throws(() => reputationSettings({ REPUTATION_FRESHNESS_SECONDS: '0' }), /positive/);
-  t.throws(() => telnyxSettingsFrom({}), /TELNYX_API_KEY, TELNYX_ENTERPRISE_ID/);
-  t.equal(telnyxSettingsFrom({ TELNYX_API_KEY: 'k', TELNYX_ENTERPRISE_ID: 'e' }).baseUrl, 'https://api.telnyx.com/v2');
 });
 
 t.test('the sandbox provider\'s documented rules', async (t) => {

@@ -1,6 +1,7 @@
 // Contacts CRUD with contact_created, consent records, opt-outs, call history counts, the Do-Not-Call list and the
 // policy over HTTP: validation, 409 moves, tenant isolation and the scope of every route.
 import t from 'tap';
+import { lockRecipient } from '../../shared/contacts/opt-outs.ts';
 import { DEFAULT_ALL_SCOPES, type Scope } from '../../shared/scopes.ts';
 import { testEnv } from '../helpers/env.ts';
 
@@ -126,6 +127,35 @@ t.test('opt-outs: both channels, the SMS area\'s rows visible, opt back in', asy
   t.equal((await env.request('DELETE', `/v1/contacts/${c.id}/opt-outs/fax`, { key })).status, 400);
   t.match((await env.request('GET', `/v1/contacts/${c.id}`, { key })).body.data.opted_out, { call: false, sms: true });
   t.equal((await env.db.one(`SELECT count(*)::int AS n FROM opt_outs WHERE phone_number = '+12125550103'`)).n, 2, 'history kept');
+});
+
+t.test('an sms opt-out or opt-in through the API waits for the recipient\'s lock, as STOP does, and is stamped after it', async (t) => {
+  const n = '+12125550108';
+  const c = (await env.request('POST', '/v1/contacts', { key, body: { phone_number: n } })).body.data;
+  const live = () => env.db.oneOrNone(`SELECT id FROM opt_outs WHERE organization_id = $1 AND phone_number = $2 AND channel = 'sms'
+                                          AND revoked_at IS NULL`, [org.organization_id, n]);
+  // Holds the lock an SMS hand-over to n holds while the request runs; answers when the lock was let go.
+  const whileLocked = async (request: () => Promise<{ status: number; body: any }>) => {
+    let pending!: Promise<{ status: number; body: any }>;
+    let releasedAt!: Date;
+    let before: unknown;
+    await env.db.tx(async (tx) => {
+      await lockRecipient(tx, org.organization_id, n);
+      pending = request();
+      await new Promise((r) => setTimeout(r, 300));
+      before = await live();
+      releasedAt = (await tx.one<{ at: Date }>('SELECT clock_timestamp() AS at')).at;
+    });
+    return { before, releasedAt, r: await pending };
+  };
+  const out = await whileLocked(() => env.request('POST', `/v1/contacts/${c.id}/opt-outs`, { key, body: { channel: 'sms' } }));
+  t.equal(out.before, null, 'no opt-out while the lock is held');
+  t.equal(out.r.status, 201);
+  t.ok(new Date(out.r.body.data.created_at) >= out.releasedAt, 'created_at is taken after the lock');
+  const back = await whileLocked(() => env.request('DELETE', `/v1/contacts/${c.id}/opt-outs/sms`, { key }));
+  t.ok(back.before, 'still opted out while the lock is held');
+  t.equal(back.r.status, 200);
+  t.ok(new Date(back.r.body.data.revoked_at) >= back.releasedAt, 'revoked_at is taken after the lock');
 });
 
 t.test('call history counts of a contact', async (t) => {

@@ -1,12 +1,13 @@
 // The public collector and the exactly-once rollup, against real Redis, PostgreSQL and a workers process that is
 // SIGKILLed between reading a batch and committing it, and between committing it and dropping it from Redis.
 import t from 'tap';
+import { startGateway } from '../../gateway/app.ts';
+import { createLogger } from '../../shared/log.ts';
 import { assignVariant } from '../../shared/optimize/bucketing.ts';
 import { eventually, httpCall, testEnv } from '../helpers/env.ts';
 
-// The per-address bound (read per request by the in-process gateway) is lifted here: every beacon comes from 127.0.0.1.
-process.env.OPTIMIZE_COLLECT_LIMIT = '1000000';
-const env = await testEnv(t, { env: { OPTIMIZE_ROLLUP_MS: '200' } });
+// The per-address bound is lifted here: every beacon comes from 127.0.0.1.
+const env = await testEnv(t, { env: { OPTIMIZE_ROLLUP_MS: '200', OPTIMIZE_COLLECT_LIMIT: '1000000' } });
 const org = await env.bootstrap({ org: 'Collector Co' });
 const other = await env.bootstrap({ org: 'Other Co' });
 const key = org.api_key;
@@ -22,7 +23,7 @@ const test = await mkTest(key, 'https://site.example.com/');
 const half = await mkTest(key, 'https://site.example.com/half', 0.5);
 const foreign = await mkTest(other.api_key, 'https://other.example.com/');
 
-const collect = (body: unknown, headers: Record<string, string> = {}) => httpCall(env.url, 'POST', '/v1/optimize/collect', {
+const collect = (body: unknown, headers: Record<string, string> = {}, base = env.url) => httpCall(base, 'POST', '/v1/optimize/collect', {
   rawBody: typeof body === 'string' ? body : JSON.stringify(body),
   headers: { 'content-type': 'text/plain;charset=UTF-8', 'user-agent': UA, origin: 'https://site.example.com', ...headers },
 });
@@ -134,12 +135,13 @@ t.test('a paused test stops counting; per-client rate bound', async (t) => {
   await env.request('PATCH', `/v1/optimize/tests/${test.id}`, { key, body: { status: 'paused' } });
   await new Promise((r) => setTimeout(r, 1100)); // the collector's property cache lives one second
   t.equal((await collect({ k: prop.public_key, v: visitor(99999), e: [{ t: 'i', x: test.id }] })).body.accepted, 0);
-  process.env.OPTIMIZE_COLLECT_LIMIT = '3';
-  try {
-    const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: half.id }] })).status);
-    t.ok(statuses.includes(429), `over the per-client bound: 429 (${statuses})`);
-  } finally {
-    process.env.OPTIMIZE_COLLECT_LIMIT = '1000000';
+  // A second gateway configured with a bound of 3 beacons a minute per client address.
+  const config = { ...env.config, optimize: { ...env.config.optimize, collectLimit: 3 } };
+  const strict = await startGateway({ config, log: createLogger('gateway', 'warn') });
+  t.teardown(() => strict.close());
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    statuses.push((await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: half.id }] }, {}, strict.url)).status);
   }
+  t.ok(statuses.includes(429), `over the per-client bound: 429 (${statuses})`);
 });

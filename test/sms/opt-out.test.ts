@@ -94,6 +94,15 @@ t.test('every opt-out keyword, any case, trimmed; UNSTOP opts back in', async (t
   t.equal(await liveOptOut('+12125550171'), null);
 });
 
+t.test('START from a number that is not opted out changes nothing and is still answered', async (t) => {
+  const R = '+12125550172';
+  const r = await inbound(R, 'START');
+  t.equal(r.status, 201, r.text);
+  t.equal(r.body.data.keyword, 'start');
+  t.match(r.body.data.reply.body, /resubscribed/);
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM opt_outs WHERE phone_number = $1', [R])).n, 0, 'no opt-out written');
+});
+
 t.test('inbound validation, tenancy and scopes', async (t) => {
   const before = (await env.db.one('SELECT count(*)::int AS n FROM sms_messages')).n;
   const notOurs = await inbound('+12125550150', 'hi', org, other.from);

@@ -10,7 +10,7 @@ export const cnamRegistration: Processor<CnamJob> = {
   queue: CNAM_QUEUE,
   concurrency: 10,
   async process(job: Job<CnamJob>, deps, token) {
-    const outcome = await registerCnam(deps.db, cnamProvider(), job.data);
+    const outcome = await registerCnam(deps.db, cnamProvider(deps.config.cnam), job.data);
     if (outcome === 'not_committed_yet') throw new Error('the CNAM change has not committed yet; retried');
     if (typeof outcome === 'object') {
       await job.moveToDelayed(Date.now() + outcome.retryInMs, token);

@@ -1,4 +1,4 @@
-import { reputationProvider, reputationSettings } from '../../shared/caller-trust/reputation/settings.ts';
+import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import { NumberBusyError, ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { sweepRemediations } from '../../shared/caller-trust/reputation/remediation.ts';
 import { checkJobOptions, REFRESH_QUEUE, refreshQueue, type RefreshJob } from '../../shared/caller-trust/reputation/queue.ts';
@@ -13,19 +13,19 @@ import type { Processor } from '../processor.ts';
 // number being refreshed (its lock) fails and is retried with back-off. Checks are the platform's cost: nothing is
 // charged to the organization. A process killed mid-batch leaves its jobs to be retried: a check whose lookup had
 // completed finds it (lookup ref) and stops; only lookups in flight at the kill are asked again. The scan also
-// re-queues the poller of a remediation case whose job was lost.
-const settings = reputationSettings();
+// re-queues the poller of a remediation case whose job was lost. The settings are deps.config.reputation.
 
 export const reputationRefresh: Processor<RefreshJob> = {
   queue: REFRESH_QUEUE,
-  concurrency: settings.concurrency,
-  workerOptions: {
-    limiter: { max: settings.ratePerSecond, duration: 1000 },
+  concurrency: (config) => config.reputation.concurrency,
+  workerOptions: (config) => ({
+    limiter: { max: config.reputation.ratePerSecond, duration: 1000 },
     // A killed process's checks come back within seconds (their lookups are recorded, so a retry is cheap).
     lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 3,
-  },
+  }),
   async process(job, deps) {
     const data = job.data;
+    const settings = deps.config.reputation;
     if (data.kind === 'scan') {
       const now = Date.now();
       const window = Math.floor(now / settings.freshnessMs);
@@ -42,12 +42,12 @@ export const reputationRefresh: Processor<RefreshJob> = {
         })));
       }
       // Remediation cases whose poller was lost: quiet for ten poll intervals (at least a second) and no job.
-      const quietMs = Math.max(1000, 10 * reputationProvider(deps.db, deps.config.sandboxTimeScale).remediationPollMs);
+      const quietMs = Math.max(1000, 10 * reputationProvider(deps.db, deps.config).remediationPollMs);
       const requeued = await sweepRemediations(deps.db, deps.redis, deps.config.redisPrefix, quietMs);
       return { queued: stale.length, remediations_requeued: requeued };
     }
     const refresher = new ReputationRefresher({
-      db: deps.db, redis: deps.redis, key: deps.key, provider: reputationProvider(deps.db, deps.config.sandboxTimeScale),
+      db: deps.db, redis: deps.redis, key: deps.key, provider: reputationProvider(deps.db, deps.config),
     });
     try {
       return await refresher.background(data.phoneId, data.window, settings.freshnessMs, String(job.id));

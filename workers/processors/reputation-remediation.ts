@@ -12,7 +12,7 @@ export const reputationRemediation: Processor<RemediationJob> = {
   queue: REMEDIATION_QUEUE,
   concurrency: 10,
   async process(job, deps, token) {
-    const provider = reputationProvider(deps.db, deps.config.sandboxTimeScale);
+    const provider = reputationProvider(deps.db, deps.config);
     const row = await advanceRemediation(deps.db, provider, job.data.caseId);
     if (!row) return 'missing';
     if (isTerminal(row.status)) return row.status;

@@ -2,7 +2,7 @@ import { DelayedError } from 'bullmq';
 import { createSmsCarrier, type SmsCarrier } from '../../shared/sms/carrier.ts';
 import { SMS_SEND_QUEUE, type SendJob } from '../../shared/sms/messages.ts';
 import { handOver } from '../../shared/sms/send.ts';
-import { NumberPacer, numberRatePerSecond } from '../../shared/sms/throughput.ts';
+import { NumberPacer } from '../../shared/sms/throughput.ts';
 import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { SpendCharges } from '../../shared/spend/charges.ts';
 import type { Processor, WorkerDeps } from '../processor.ts';
@@ -13,7 +13,7 @@ let parts: { pacer: NumberPacer; charges: SpendCharges; carrier: SmsCarrier } | 
 
 function partsOf(deps: WorkerDeps) {
   parts ??= {
-    pacer: new NumberPacer(deps.redis, deps.key, numberRatePerSecond()),
+    pacer: new NumberPacer(deps.redis, deps.key, deps.config.sms.numberRatePerSecond),
     charges: new SpendCharges(deps.db, new SpendAccounts(deps.redis, deps.key, deps.db)),
     carrier: createSmsCarrier(deps.redis, deps.config),
   };

@@ -1,5 +1,4 @@
 import { refreshQueue, SCAN_SCHEDULER_ID } from '../../shared/caller-trust/reputation/queue.ts';
-import { reputationSettings } from '../../shared/caller-trust/reputation/settings.ts';
 import type { Service } from '../processor.ts';
 
 // Keeps the background reputation refresh's repeatable scan scheduled (every REPUTATION_SCAN_MS). Every workers
@@ -8,7 +7,7 @@ import type { Service } from '../processor.ts';
 export const reputationRefreshSchedule: Service = {
   name: 'reputation-refresh-schedule',
   async start(deps) {
-    const { scanMs } = reputationSettings();
+    const { scanMs } = deps.config.reputation;
     await refreshQueue(deps.redis, deps.config.redisPrefix).upsertJobScheduler(SCAN_SCHEDULER_ID, { every: scanMs, startDate: Date.now() + scanMs },
       { name: 'scan', data: { kind: 'scan' }, opts: { removeOnComplete: true, removeOnFail: { age: 3600 } } });
     return { stop: async () => undefined };

@@ -1,3 +1,4 @@
+import type { TelnyxReputationSettings } from '../../config.ts';
 import { CARRIERS, ProviderError, RISK_LEVELS, type CarrierEvidence, type ProviderRemediationState, type RemediationKind,
   type ReputationProvider, type RiskLevel } from './provider.ts';
 
@@ -15,11 +16,8 @@ import { CARRIERS, ProviderError, RISK_LEVELS, type CarrierEvidence, type Provid
 // Errors are { errors: [{ code, title, detail }] }. Each request has a timeout; timeouts, network errors, 429 and 5xx
 // are retried with exponential back-off (Retry-After honoured up to a cap), anything else fails at once.
 
-export interface TelnyxSettings {
-  apiKey: string;
-  enterpriseId: string;
-  baseUrl: string;
-  timeoutMs: number;
+/** Config.reputation.telnyx plus the retry policy. */
+export interface TelnyxSettings extends TelnyxReputationSettings {
   /** Attempts per call (1 = no retry). */
   attempts: number;
   /** First back-off; doubled per retry. */
@@ -35,15 +33,7 @@ interface TelnyxRemediation {
   data?: { id?: string; status?: string; results?: Partial<Record<'remediated' | 'refused' | 'requires_review' | 'ineligible' | 'not_flagged', string[]>> | null };
 }
 
-export function telnyxSettingsFrom(env: NodeJS.ProcessEnv): TelnyxSettings {
-  const missing = ['TELNYX_API_KEY', 'TELNYX_ENTERPRISE_ID'].filter((n) => !env[n]);
-  if (missing.length) throw new Error(`REPUTATION_PROVIDER=telnyx needs ${missing.join(', ')}`);
-  return {
-    apiKey: env.TELNYX_API_KEY!, enterpriseId: env.TELNYX_ENTERPRISE_ID!,
-    baseUrl: (env.TELNYX_API_URL || 'https://api.telnyx.com/v2').replace(/\/+$/, ''),
-    timeoutMs: Number(env.REPUTATION_HTTP_TIMEOUT_MS) || 8000, attempts: 3, backoffMs: 500,
-  };
-}
+export const telnyxSettings = (s: TelnyxReputationSettings): TelnyxSettings => ({ ...s, attempts: 3, backoffMs: 500 });
 
 /** Maps Telnyx's answer to per-carrier evidence (exported for the unit tests of recorded responses). */
 export function telnyxEvidence(body: TelnyxNumber): CarrierEvidence[] {

@@ -1,0 +1,62 @@
+// loadConfig's area settings (reputation, CNAM, SMS, Optimize): each one's default, a set value, and the startup error
+// naming the variable for a bad value. Other settings are checked beside their feature (events-retention,
+// livekit-carrier, softphone-serve).
+import t from 'tap';
+import { telnyxSettings } from '../../shared/caller-trust/reputation/telnyx.ts';
+import { loadConfig } from '../../shared/config.ts';
+
+const TELNYX = { TELNYX_API_KEY: 'KEYtest', TELNYX_ENTERPRISE_ID: 'ent-1' };
+
+t.test('reputation', async (t) => {
+  const d = loadConfig({}).reputation;
+  t.same(d, { provider: 'sandbox', freshnessMs: 86_400_000, scanMs: 300_000, batchSize: 500, ratePerSecond: 20, concurrency: 5, telnyx: null },
+    'defaults: the sandbox, 24 h, 5 minutes, 500, 20/s, 5 in flight');
+  t.same(loadConfig({ REPUTATION_FRESHNESS_SECONDS: '600', REPUTATION_SCAN_MS: '300', REPUTATION_BATCH_SIZE: '25',
+    REPUTATION_RATE_PER_SECOND: '15', REPUTATION_CONCURRENCY: '3' }).reputation,
+  { provider: 'sandbox', freshnessMs: 600_000, scanMs: 300, batchSize: 25, ratePerSecond: 15, concurrency: 3, telnyx: null });
+  t.equal(loadConfig({ REPUTATION_FRESHNESS_SECONDS: '0.5' }).reputation.freshnessMs, 500, 'a fraction of a second');
+  t.throws(() => loadConfig({ REPUTATION_PROVIDER: 'hiya' }), /REPUTATION_PROVIDER must be sandbox or telnyx, got "hiya"/);
+  t.throws(() => loadConfig({ REPUTATION_FRESHNESS_SECONDS: '0' }), /REPUTATION_FRESHNESS_SECONDS must be a positive number/);
+  t.throws(() => loadConfig({ REPUTATION_SCAN_MS: 'often' }), /REPUTATION_SCAN_MS must be a positive number/);
+  t.throws(() => loadConfig({ REPUTATION_BATCH_SIZE: '2.5' }), /REPUTATION_BATCH_SIZE must be a positive integer/);
+  t.throws(() => loadConfig({ REPUTATION_RATE_PER_SECOND: '0' }), /REPUTATION_RATE_PER_SECOND must be a positive integer/);
+  t.throws(() => loadConfig({ REPUTATION_CONCURRENCY: '-1' }), /REPUTATION_CONCURRENCY must be a positive integer/);
+});
+
+t.test('reputation: the Telnyx adapter\'s settings, checked when REPUTATION_PROVIDER=telnyx', async (t) => {
+  t.throws(() => loadConfig({ REPUTATION_PROVIDER: 'telnyx' }), /REPUTATION_PROVIDER=telnyx needs TELNYX_API_KEY, TELNYX_ENTERPRISE_ID/);
+  t.throws(() => loadConfig({ REPUTATION_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k' }), /needs TELNYX_ENTERPRISE_ID$/);
+  const r = loadConfig({ REPUTATION_PROVIDER: 'telnyx', ...TELNYX }).reputation;
+  t.equal(r.provider, 'telnyx');
+  t.same(r.telnyx, { apiKey: 'KEYtest', enterpriseId: 'ent-1', baseUrl: 'https://api.telnyx.com/v2', timeoutMs: 8000 }, 'defaults');
+  t.match(telnyxSettings(r.telnyx!), { ...r.telnyx, attempts: 3, backoffMs: 500 }, 'the adapter adds its retry policy');
+  t.same(loadConfig({ REPUTATION_PROVIDER: 'telnyx', ...TELNYX, TELNYX_API_URL: 'http://127.0.0.1:9/v2/', REPUTATION_HTTP_TIMEOUT_MS: '2500' })
+    .reputation.telnyx, { apiKey: 'KEYtest', enterpriseId: 'ent-1', baseUrl: 'http://127.0.0.1:9/v2', timeoutMs: 2500 }, 'set (trailing / dropped)');
+  t.throws(() => loadConfig({ REPUTATION_PROVIDER: 'telnyx', ...TELNYX, REPUTATION_HTTP_TIMEOUT_MS: '8s' }),
+    /REPUTATION_HTTP_TIMEOUT_MS must be a positive integer, got "8s"/);
+  t.equal(loadConfig({ ...TELNYX, REPUTATION_HTTP_TIMEOUT_MS: '8s' }).reputation.telnyx, null, 'the sandbox reads none of them');
+});
+
+t.test('CNAM provider', async (t) => {
+  t.same(loadConfig({}).cnam, { provider: 'sandbox', telnyx: null }, 'the sandbox by default');
+  t.same(loadConfig({ CNAM_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k' }).cnam,
+    { provider: 'telnyx', telnyx: { apiKey: 'k', baseUrl: 'https://api.telnyx.com' } }, 'telnyx; its own default URL (paths add /v2)');
+  t.equal(loadConfig({ CNAM_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k', TELNYX_API_URL: 'http://127.0.0.1:9' }).cnam.telnyx?.baseUrl, 'http://127.0.0.1:9');
+  t.throws(() => loadConfig({ CNAM_PROVIDER: 'telnyx' }), /CNAM_PROVIDER=telnyx needs TELNYX_API_KEY/);
+  t.throws(() => loadConfig({ CNAM_PROVIDER: 'neustar' }), /CNAM_PROVIDER must be sandbox or telnyx, got "neustar"/);
+});
+
+t.test('SMS per-number rate', async (t) => {
+  t.equal(loadConfig({}).sms.numberRatePerSecond, 1, 'one message per second by default');
+  t.equal(loadConfig({ SMS_NUMBER_RATE_PER_SECOND: '50' }).sms.numberRatePerSecond, 50);
+  t.equal(loadConfig({ SMS_NUMBER_RATE_PER_SECOND: '0.5' }).sms.numberRatePerSecond, 0.5, 'one every two seconds');
+  t.throws(() => loadConfig({ SMS_NUMBER_RATE_PER_SECOND: '0' }), /SMS_NUMBER_RATE_PER_SECOND must be a positive number, got "0"/);
+  t.throws(() => loadConfig({ SMS_NUMBER_RATE_PER_SECOND: 'fast' }), /SMS_NUMBER_RATE_PER_SECOND must be a positive number/);
+});
+
+t.test('Optimize collector bound and rollup period', async (t) => {
+  t.same(loadConfig({}).optimize, { collectLimit: 600, rollupMs: 1000 }, 'defaults');
+  t.same(loadConfig({ OPTIMIZE_COLLECT_LIMIT: '3', OPTIMIZE_ROLLUP_MS: '200' }).optimize, { collectLimit: 3, rollupMs: 200 });
+  t.throws(() => loadConfig({ OPTIMIZE_COLLECT_LIMIT: '0' }), /OPTIMIZE_COLLECT_LIMIT must be a positive integer, got "0"/);
+  t.throws(() => loadConfig({ OPTIMIZE_ROLLUP_MS: '1s' }), /OPTIMIZE_ROLLUP_MS must be a positive integer, got "1s"/);
+});
