@@ -45,8 +45,7 @@ export interface TelnyxReputationSettings {
 export interface CnamSettings {
   /** CNAM_PROVIDER: sandbox (default) or telnyx. */
   provider: 'sandbox' | 'telnyx';
-  /** Present exactly when CNAM_PROVIDER=telnyx: TELNYX_API_KEY (required) and TELNYX_API_URL (default
-   *  https://api.telnyx.com: this adapter adds /v2 to its paths itself). */
+  /** Present exactly when CNAM_PROVIDER=telnyx: TELNYX_API_KEY (required) and TELNYX_API_URL (telnyxApiUrl). */
   telnyx: { apiKey: string; baseUrl: string } | null;
 }
 
@@ -176,7 +175,7 @@ function reputationSettings(env: NodeJS.ProcessEnv): ReputationSettings {
     if (missing.length) throw new Error(`REPUTATION_PROVIDER=telnyx needs ${missing.join(', ')}`);
     telnyx = {
       apiKey: env.TELNYX_API_KEY!, enterpriseId: env.TELNYX_ENTERPRISE_ID!,
-      baseUrl: (env.TELNYX_API_URL || 'https://api.telnyx.com/v2').replace(/\/+$/, ''),
+      baseUrl: telnyxApiUrl(env),
       timeoutMs: positiveInt('REPUTATION_HTTP_TIMEOUT_MS', 8000, env),
     };
   }
@@ -191,11 +190,15 @@ function reputationSettings(env: NodeJS.ProcessEnv): ReputationSettings {
   };
 }
 
+/** TELNYX_API_URL: the base of Telnyx's v2 API both adapters append their paths to (default
+ *  https://api.telnyx.com/v2; tests point it at a local double). */
+const telnyxApiUrl = (env: NodeJS.ProcessEnv) => (env.TELNYX_API_URL || 'https://api.telnyx.com/v2').replace(/\/+$/, '');
+
 function cnamSettings(env: NodeJS.ProcessEnv): CnamSettings {
   const provider = oneOf('CNAM_PROVIDER', ['sandbox', 'telnyx'], env);
   if (provider === 'sandbox') return { provider, telnyx: null };
   if (!env.TELNYX_API_KEY) throw new Error('CNAM_PROVIDER=telnyx needs TELNYX_API_KEY');
-  return { provider, telnyx: { apiKey: env.TELNYX_API_KEY, baseUrl: env.TELNYX_API_URL || 'https://api.telnyx.com' } };
+  return { provider, telnyx: { apiKey: env.TELNYX_API_KEY, baseUrl: telnyxApiUrl(env) } };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

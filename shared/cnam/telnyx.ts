@@ -10,7 +10,7 @@ interface TelnyxError { code?: string; title?: string; detail?: string }
 export class TelnyxCnamProvider implements CnamProvider {
   readonly name = 'telnyx';
 
-  constructor(private readonly apiKey: string, private readonly baseUrl = 'https://api.telnyx.com', private readonly fetchImpl: typeof fetch = fetch) {}
+  constructor(private readonly apiKey: string, private readonly baseUrl = 'https://api.telnyx.com/v2', private readonly fetchImpl: typeof fetch = fetch) {}
 
   private async call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
     const res = await this.fetchImpl(`${this.baseUrl.replace(/\/$/, '')}${path}`, {
@@ -26,11 +26,11 @@ export class TelnyxCnamProvider implements CnamProvider {
   }
 
   async register(phoneNumber: string, displayName: string): Promise<CnamResult> {
-    const found = await this.call('GET', `/v2/phone_numbers?filter[phone_number]=${encodeURIComponent(phoneNumber)}&page[size]=1`);
+    const found = await this.call('GET', `/phone_numbers?filter[phone_number]=${encodeURIComponent(phoneNumber)}&page[size]=1`);
     if (found.status !== 200) throw new Error(`telnyx: listing ${phoneNumber} answered ${found.status}`);
     const id: string | undefined = found.json?.data?.[0]?.id;
     if (!id) return { status: 'rejected', reason: `${phoneNumber} is not a number of the Telnyx account` };
-    const r = await this.call('PATCH', `/v2/phone_numbers/${encodeURIComponent(id)}/voice`,
+    const r = await this.call('PATCH', `/phone_numbers/${encodeURIComponent(id)}/voice`,
       { cnam_listing: { cnam_listing_enabled: true, cnam_listing_details: displayName } });
     if (r.status === 200) {
       const listing = r.json?.data?.cnam_listing;

@@ -23,7 +23,7 @@ const server = createServer(async (req: IncomingMessage, res) => {
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 t.teardown(() => server.close());
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-const provider = new TelnyxCnamProvider('KEY_test_123', base);
+const provider = new TelnyxCnamProvider('KEY_test_123', `${base}/v2`);
 
 t.beforeEach(() => { seen.length = 0; });
 

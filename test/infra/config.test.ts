@@ -40,8 +40,8 @@ t.test('reputation: the Telnyx adapter\'s settings, checked when REPUTATION_PROV
 t.test('CNAM provider', async (t) => {
   t.same(loadConfig({}).cnam, { provider: 'sandbox', telnyx: null }, 'the sandbox by default');
   t.same(loadConfig({ CNAM_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k' }).cnam,
-    { provider: 'telnyx', telnyx: { apiKey: 'k', baseUrl: 'https://api.telnyx.com' } }, 'telnyx; its own default URL (paths add /v2)');
-  t.equal(loadConfig({ CNAM_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k', TELNYX_API_URL: 'http://127.0.0.1:9' }).cnam.telnyx?.baseUrl, 'http://127.0.0.1:9');
+    { provider: 'telnyx', telnyx: { apiKey: 'k', baseUrl: 'https://api.telnyx.com/v2' } }, 'telnyx, on the same v2 base as reputation');
+  t.equal(loadConfig({ CNAM_PROVIDER: 'telnyx', TELNYX_API_KEY: 'k', TELNYX_API_URL: 'http://127.0.0.1:9/v2/' }).cnam.telnyx?.baseUrl, 'http://127.0.0.1:9/v2');
   t.throws(() => loadConfig({ CNAM_PROVIDER: 'telnyx' }), /CNAM_PROVIDER=telnyx needs TELNYX_API_KEY/);
   t.throws(() => loadConfig({ CNAM_PROVIDER: 'neustar' }), /CNAM_PROVIDER must be sandbox or telnyx, got "neustar"/);
 });
