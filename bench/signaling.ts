@@ -3,10 +3,11 @@
 // Ticket redemptions per second through the real signaling process (signaling/main.ts, spawned as in the Procfile)
 // over real WebSockets, against a database and Redis prefix of its own. Tickets are issued beforehand through the
 // gateway's POST /v1/webrtc-token (not timed). Then BENCH_CONCURRENCY (default 100) client loops each open a
-// WebSocket (undici's), send hello with the next ticket and wait for `welcome`; the socket stays open until the
-// phase ends (closing it would abandon the call, which is not part of redeeming). No workers process runs, so
-// redeemed calls stay QUEUED and nothing is dialed: the figure is the redemption itself (ticket row locked and
-// marked used, browser leg and leg accounts, the dial job enqueued, the call read back, the welcome frame).
+// WebSocket (bench/ws-client.ts, a minimal client: the client shares the 2 cores with the server it measures), send
+// hello with the next ticket and wait for `welcome`; the socket stays open until the phase ends (closing it would
+// abandon the call, which is not part of redeeming). No workers process runs, so redeemed calls stay QUEUED and
+// nothing is dialed: the figure is the redemption itself (ticket row locked and marked used, browser leg and leg
+// accounts, the dial job enqueued, the welcome frame).
 // Two phases:
 //   1. signaling only (SIGNALING_MEDIA=off): BENCH_TICKETS (default 2000) redemptions;
 //   2. with media (a media process, MEDIA_WORKERS=1): BENCH_MEDIA_TICKETS (default 300) redemptions, each of which
@@ -14,10 +15,10 @@
 //      not part of it).
 // Target: >= 1,000 redemptions/s (phase 1).
 import { readFileSync } from 'node:fs';
-import { WebSocket } from 'undici';
 import { callOrg } from '../test/calls/helpers.ts';
 import { testEnv, type TestEnv, type Proc } from '../test/helpers/env.ts';
 import { round, writeResult, type Figure } from './report.ts';
+import { openWebSocket, type BenchSocket } from './ws-client.ts';
 
 const figures: Figure[] = [];
 
@@ -59,24 +60,19 @@ function softphoneUrl(p: Proc): string {
 }
 
 /** One redemption: open, hello, welcome. Resolves with the time hello→welcome and the whole time, and the socket. */
-function redeem(url: string, token: string): Promise<{ helloMs: number; totalMs: number; ws: WebSocket }> {
+async function redeem(url: string, token: string): Promise<{ helloMs: number; totalMs: number; ws: BenchSocket }> {
   const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    let t1 = 0;
-    ws.addEventListener('open', () => {
-      t1 = performance.now();
-      ws.send(JSON.stringify({ type: 'hello', v: 1, ticket: token }));
-    });
-    ws.addEventListener('message', (ev) => {
-      const m = JSON.parse(String(ev.data));
-      if (m.type === 'welcome') {
-        const now = performance.now();
-        resolve({ helloMs: now - t1, totalMs: now - t0, ws });
-      } else if (m.type === 'error') reject(new Error(`refused: ${m.code}`));
-    });
-    ws.addEventListener('error', () => reject(new Error('websocket error')));
-  });
+  const ws = await openWebSocket(url);
+  const t1 = performance.now();
+  ws.send(JSON.stringify({ type: 'hello', v: 1, ticket: token }));
+  for (;;) {
+    const m = JSON.parse(await ws.next());
+    if (m.type === 'welcome') {
+      const now = performance.now();
+      return { helloMs: now - t1, totalMs: now - t0, ws };
+    }
+    if (m.type === 'error') { ws.close(); throw new Error(`refused: ${m.code}`); }
+  }
 }
 
 /** CPU seconds a process has used so far (utime + stime from /proc). */
@@ -92,7 +88,7 @@ function cpuSeconds(pid: number): number {
 async function phase(name: string, url: string, tokens: string[], pid: number) {
   const sigCpu0 = cpuSeconds(pid);
   const selfCpu0 = process.cpuUsage();
-  const sockets: WebSocket[] = [];
+  const sockets: BenchSocket[] = [];
   const hello: number[] = [];
   const total: number[] = [];
   let next = 0;

@@ -12,7 +12,8 @@ import type { CallRuntime } from '../shared/calls/runtime.ts';
 import { isTerminal, type CallRow } from '../shared/calls/model.ts';
 import { loadCall } from '../shared/calls/store.ts';
 import { progressChannel, progressOf, type CallProgress } from '../shared/tickets/progress.ts';
-import { endBrowserLeg, redeemTicket, type TicketKind } from '../shared/tickets/tickets.ts';
+import { TurnBatcher } from '../shared/batch.ts';
+import { endBrowserLeg, redeemTickets, type RedeemRequest, type Redeemed, type TicketKind } from '../shared/tickets/tickets.ts';
 import { roomKeyPair, verifyRoomToken } from '../shared/tokens/room-token.ts';
 import { MediaControlError } from '../shared/media/control-client.ts';
 import type { MediasoupObject } from '../shared/media/protocol.ts';
@@ -59,6 +60,9 @@ export class Softphone {
    *  its commit and its subscription (byCall) here, without reading the call back. */
   private readonly unclaimed = new Map<string, { p: CallProgress; at: number }>();
   readonly legs: LegAccounts;
+  /** The hellos of one event-loop turn are redeemed in one statement, and their dial jobs added in one call. */
+  private readonly redemptions: TurnBatcher<RedeemRequest, Redeemed>;
+  private readonly dials: TurnBatcher<string, void>;
   readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
 
   /** media: the media process's link (CARRIER=sandbox); null when this signaling carries no media (CARRIER=livekit,
@@ -67,6 +71,8 @@ export class Softphone {
   constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger,
     private readonly media: MediaLink | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
+    this.redemptions = new TurnBatcher((reqs) => redeemTickets(rt.deps.db, reqs, { instance }));
+    this.dials = new TurnBatcher<string, void>(async (callIds) => { await rt.queues.enqueueDials(callIds); return []; });
   }
 
   async start(app: uWS.TemplatedApp): Promise<void> {
@@ -250,7 +256,7 @@ export class Softphone {
     } else if (!t.token.startsWith('olwt_') || t.token.length > 100) {
       return this.fail(s, 'ticket_invalid');
     }
-    const r = await redeemTicket(db, t.token, { instance: this.instance }, t.kind);
+    const r = await this.redemptions.add(t);
     if (!r.ok) return this.fail(s, r.code);
     const call = r.call;
     s.callId = call.id;
@@ -281,7 +287,7 @@ export class Softphone {
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     s.welcomed = true;
     if (s.held) { const held = s.held; s.held = null; this.push(s, held); }
-    if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
+    if (t.kind === 'webrtc') await this.dials.add(call.id);
     // Path A: before redemption nothing moves the call without also ending it (which the redemption refuses), so
     // all it can have missed is progress published since its commit, kept in `unclaimed`. Path B's carrier leg
     // was placed at issue and moves on its own: its state is read back.

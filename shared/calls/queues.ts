@@ -45,6 +45,11 @@ export class CallQueues {
     return this.dial.add('dial', { callId } satisfies DialJob, { ...DURABLE_JOB_OPTIONS, jobId: callId });
   }
 
+  /** enqueueDial for many calls in one Redis round trip. */
+  enqueueDials(callIds: string[]) {
+    return this.dial.addBulk(callIds.map((callId) => ({ name: 'dial', data: { callId } satisfies DialJob, opts: { ...DURABLE_JOB_OPTIONS, jobId: callId } })));
+  }
+
   /** Idempotent: one limit timer per call. A deadline already past (the answer itself was applied late) yields
    *  to the carrier events that are still due, as a late timer does. */
   scheduleLimit(callId: string, at: number, now = Date.now()) {

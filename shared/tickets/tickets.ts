@@ -21,41 +21,72 @@ export async function insertTicket(db: Db, t: { callId: string; organizationId: 
 
 export type RedeemError = 'ticket_invalid' | 'ticket_used' | 'ticket_expired' | 'ticket_revoked' | 'call_ended';
 
-export type Redeemed = { ok: true; call: CallRow; kind: TicketKind } | { ok: false; code: RedeemError };
+/** What redemption answers about the call: signaling needs no more of it. */
+export interface RedeemedCall { id: string; organization_id: string; status: CallRow['status'] }
+
+export type Redeemed = { ok: true; call: RedeemedCall; kind: TicketKind } | { ok: false; code: RedeemError };
+
+export interface RedeemRequest { token: string; kind: TicketKind }
 
 /** Redeems a ticket (or room token) atomically: the first caller gets the call, every later one an error saying
  *  why. On success the call's browser leg is marked connected (by `session`, the signaling process holding it). */
 export async function redeemTicket(db: Db, token: string, session: { instance: string }, kind: TicketKind): Promise<Redeemed> {
-  // One statement, one round trip: lock the ticket and its call (FOR UPDATE; a concurrent redemption, cleanup or
-  // cancellation waits, and then sees the other's result, READ COMMITTED re-reading the locked rows), mark the
-  // ticket used and the browser leg connected only when every check passes, and answer why not otherwise.
+  return (await redeemTickets(db, [{ token, kind }], session))[0];
+}
+
+/** Redeems many tickets in one statement (signaling batches the hellos of one event-loop turn), one answer per
+ *  request, in order. A ticket given twice is redeemed by its first request; the second is answered after it. */
+export async function redeemTickets(db: Db, reqs: RedeemRequest[], session: { instance: string }): Promise<Redeemed[]> {
+  const hashes = reqs.map((r) => sha256(r.token));
+  const hex = hashes.map((h) => h.toString('hex'));
+  const first = new Map<string, number>();
+  const again: number[] = [];
+  hex.forEach((h, i) => (first.has(h) ? again.push(i) : first.set(h, i)));
+  const unique = [...first.values()];
+  // One statement, one round trip: lock the calls and their tickets (FOR UPDATE; a concurrent redemption, cleanup
+  // or cancellation waits, and then sees the other's result, READ COMMITTED re-reading the locked rows), mark each
+  // ticket used and its browser leg connected only when every check passes, and answer why not otherwise. Locks
+  // are taken in call id order and each call before its ticket, the order of every call transition (the call row,
+  // then revoking its ticket), so batches and transitions never deadlock.
   const browser = { status: 'ANSWERED', originated_at: new Date().toISOString(), signaling: session.instance };
-  const row = await db.oneOrNone<CallRow & { t_kind: TicketKind; t_expired: boolean; t_used: boolean; t_revoked: boolean; t_ended: boolean; t_redeemed: boolean }>(
-    `WITH t AS (
-       SELECT t.call_id, t.kind, t.expires_at <= now() AS expired, t.used_at IS NOT NULL AS used,
+  const rows = await db.any<{ token_hash: Buffer; t_kind: TicketKind; want: TicketKind; t_expired: boolean; t_used: boolean; t_revoked: boolean;
+    t_ended: boolean; id: string | null; organization_id: string | null; status: CallRow['status'] | null }>(
+    `WITH req AS (
+       SELECT * FROM unnest($1::bytea[], $2::text[]) AS r(token_hash, kind)
+     ), t AS (
+       SELECT t.call_id, t.token_hash, t.kind, req.kind AS want, t.expires_at <= now() AS expired, t.used_at IS NOT NULL AS used,
               t.revoked_at IS NOT NULL AS revoked, c.ended_at IS NOT NULL AS ended
-         FROM call_tickets t JOIN calls c ON c.id = t.call_id
-        WHERE t.token_hash = $1 FOR UPDATE
+         FROM req JOIN call_tickets t ON t.token_hash = req.token_hash JOIN calls c ON c.id = t.call_id
+        ORDER BY t.call_id
+        FOR UPDATE OF c, t
      ), used AS (
        UPDATE call_tickets SET used_at = now()
-        WHERE call_id = (SELECT call_id FROM t WHERE kind = $2 AND NOT used AND NOT revoked AND NOT expired AND NOT ended)
+        WHERE call_id IN (SELECT call_id FROM t WHERE kind = want AND NOT used AND NOT revoked AND NOT expired AND NOT ended)
        RETURNING call_id
      ), upd AS (
        UPDATE calls SET legs = jsonb_set(legs, '{browser}', COALESCE(legs->'browser', '{}'::jsonb) || $3:json), updated_at = now()
-        WHERE id = (SELECT call_id FROM used)
-       RETURNING *
+        WHERE id IN (SELECT call_id FROM used)
+       RETURNING id, organization_id, status
      )
-     SELECT upd.*, t.kind AS t_kind, t.expired AS t_expired, t.used AS t_used, t.revoked AS t_revoked, t.ended AS t_ended,
-            upd.id IS NOT NULL AS t_redeemed
-       FROM t LEFT JOIN upd ON true`, [sha256(token), kind, browser]);
-  if (!row || row.t_kind !== kind) return { ok: false, code: 'ticket_invalid' };
-  if (row.t_used) return { ok: false, code: 'ticket_used' };
-  if (row.t_revoked) return { ok: false, code: 'ticket_revoked' };
-  if (row.t_expired) return { ok: false, code: 'ticket_expired' };
-  if (row.t_ended || !row.t_redeemed) return { ok: false, code: 'call_ended' };
-  const { t_kind, t_expired, t_used, t_revoked, t_ended, t_redeemed, ...call } = row;
-  void t_expired; void t_used; void t_revoked; void t_ended; void t_redeemed;
-  return { ok: true, call: call as CallRow, kind: t_kind };
+     SELECT t.token_hash, t.kind AS t_kind, t.want, t.expired AS t_expired, t.used AS t_used, t.revoked AS t_revoked, t.ended AS t_ended,
+            upd.id, upd.organization_id, upd.status
+       FROM t LEFT JOIN upd ON upd.id = t.call_id`,
+    [unique.map((i) => hashes[i]), unique.map((i) => reqs[i].kind), browser]);
+  const byHash = new Map(rows.map((r) => [r.token_hash.toString('hex'), r]));
+  const out: Redeemed[] = hex.map((h) => {
+    const r = byHash.get(h);
+    if (!r || r.t_kind !== r.want) return { ok: false, code: 'ticket_invalid' };
+    if (r.t_used) return { ok: false, code: 'ticket_used' };
+    if (r.t_revoked) return { ok: false, code: 'ticket_revoked' };
+    if (r.t_expired) return { ok: false, code: 'ticket_expired' };
+    if (r.t_ended || r.id === null) return { ok: false, code: 'call_ended' };
+    return { ok: true, call: { id: r.id, organization_id: r.organization_id!, status: r.status! }, kind: r.t_kind };
+  });
+  if (again.length) {
+    const later = await redeemTickets(db, again.map((i) => reqs[i]), session);
+    again.forEach((i, j) => { out[i] = later[j]; });
+  }
+  return out;
 }
 
 /** Marks the browser leg of a call ended (the socket closed or the call ended). Idempotent. */

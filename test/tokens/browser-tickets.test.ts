@@ -7,7 +7,7 @@ import { setLimits } from '../../shared/calls/limits.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { sha256 } from '../../shared/ids.ts';
 import { createLogger } from '../../shared/log.ts';
-import { redeemTicket } from '../../shared/tickets/tickets.ts';
+import { redeemTicket, redeemTickets } from '../../shared/tickets/tickets.ts';
 import { startGateway } from '../../gateway/app.ts';
 import { eventually, httpCall } from '../helpers/env.ts';
 import { callEnv, callOrg, channelsUsed, getCall, waitStatus, type CallOrg } from '../calls/helpers.ts';
@@ -53,6 +53,19 @@ t.test('POST /v1/webrtc-token: a single-use ticket, the call QUEUED with one cha
   const r2 = await ticket(org, {});
   const race = await Promise.all([1, 2, 3, 4].map((i) => redeemTicket(env.db, r2.body.data.token, { instance: `p${i}` }, 'webrtc')));
   t.equal(race.filter((x) => x.ok).length, 1, 'one redemption wins');
+
+  // A batch (signaling redeems the hellos of one event-loop turn together): one answer per request, in order.
+  const [a, b] = [(await ticket(org, {})).body.data, (await ticket(org, {})).body.data];
+  const batch = await redeemTickets(env.db, [
+    { token: a.token, kind: 'webrtc' }, { token: 'olwt_unknown', kind: 'webrtc' }, { token: a.token, kind: 'webrtc' },
+    { token: b.token, kind: 'room' }, { token: b.token, kind: 'webrtc' }, { token: token, kind: 'webrtc' },
+  ], { instance: 'batch' });
+  t.match(batch[0], { ok: true, call: { id: a.call_id, organization_id: org.organization_id, status: 'QUEUED' }, kind: 'webrtc' });
+  t.same(batch[1], { ok: false, code: 'ticket_invalid' });
+  t.same(batch[2], { ok: false, code: 'ticket_used' }, 'the same ticket twice in a batch: the first request wins');
+  t.same(batch[3], { ok: false, code: 'ticket_invalid' }, 'a ticket presented as the other kind');
+  t.match(batch[4], { ok: true, call: { id: b.call_id } }, 'the same ticket as its own kind, after the wrong-kind request');
+  t.same(batch[5], { ok: false, code: 'ticket_used' }, 'a ticket used earlier');
 });
 
 t.test('every guardrail of the dial path applies, before any row or channel', async (t) => {
