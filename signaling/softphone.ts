@@ -60,9 +60,9 @@ export class Softphone {
    *  its commit and its subscription (byCall) here, without reading the call back. */
   private readonly unclaimed = new Map<string, { p: CallProgress; at: number }>();
   readonly legs: LegAccounts;
-  /** The hellos of one event-loop turn are redeemed in one statement, and their dial jobs added in one call. */
+  /** The hellos of one event-loop turn are redeemed in one statement (their dial jobs are added together too:
+   *  CallQueues.enqueueDial). */
   private readonly redemptions: TurnBatcher<RedeemRequest, Redeemed>;
-  private readonly dials: TurnBatcher<string, void>;
   readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
 
   /** media: the media process's link (CARRIER=sandbox); null when this signaling carries no media (CARRIER=livekit,
@@ -72,7 +72,6 @@ export class Softphone {
     private readonly media: MediaLink | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
     this.redemptions = new TurnBatcher((reqs) => redeemTickets(rt.deps.db, reqs, { instance }));
-    this.dials = new TurnBatcher<string, void>(async (callIds) => { await rt.queues.enqueueDials(callIds); return []; });
   }
 
   async start(app: uWS.TemplatedApp): Promise<void> {
@@ -287,7 +286,7 @@ export class Softphone {
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     s.welcomed = true;
     if (s.held) { const held = s.held; s.held = null; this.push(s, held); }
-    if (t.kind === 'webrtc') await this.dials.add(call.id);
+    if (t.kind === 'webrtc') await this.rt.queues.enqueueDial(call.id);
     // Path A: before redemption nothing moves the call without also ending it (which the redemption refuses), so
     // all it can have missed is progress published since its commit, kept in `unclaimed`. Path B's carrier leg
     // was placed at issue and moves on its own: its state is read back.

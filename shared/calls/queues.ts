@@ -7,6 +7,7 @@
 //   call-commands   carrier work asked for by processes without a carrier (the gateway's hangup)
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { TurnBatcher } from '../batch.ts';
 import { CARRIER_EVENTS_QUEUE } from '../carriers/carrier.ts';
 import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
 
@@ -40,15 +41,16 @@ export class CallQueues {
     this.carrierEvents = new Queue(CARRIER_EVENTS_QUEUE, opts);
   }
 
-  /** Idempotent: one dial job per call. */
-  enqueueDial(callId: string) {
-    return this.dial.add('dial', { callId } satisfies DialJob, { ...DURABLE_JOB_OPTIONS, jobId: callId });
+  /** Idempotent: one dial job per call. The dial jobs of one event-loop turn are added together (addBulk: one
+   *  Redis round trip). */
+  enqueueDial(callId: string): Promise<void> {
+    return this.dials.add(callId);
   }
 
-  /** enqueueDial for many calls in one Redis round trip. */
-  enqueueDials(callIds: string[]) {
-    return this.dial.addBulk(callIds.map((callId) => ({ name: 'dial', data: { callId } satisfies DialJob, opts: { ...DURABLE_JOB_OPTIONS, jobId: callId } })));
-  }
+  private readonly dials = new TurnBatcher<string, void>(async (callIds) => {
+    await this.dial.addBulk(callIds.map((callId) => ({ name: 'dial', data: { callId } satisfies DialJob, opts: { ...DURABLE_JOB_OPTIONS, jobId: callId } })));
+    return [];
+  });
 
   /** Idempotent: one limit timer per call. A deadline already past (the answer itself was applied late) yields
    *  to the carrier events that are still due, as a late timer does. */

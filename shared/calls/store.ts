@@ -4,6 +4,7 @@
 import { callerIdStillUsable } from '../caller-ids/standing.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { pgp, type Db, type WithinTx } from '../db.ts';
+import { TurnBatcher } from '../batch.ts';
 import { isUuid } from '../ids.ts';
 import { eventsInsertSql, wakeRelay } from '../events/outbox.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -21,29 +22,51 @@ export type NewCall = Pick<CallRow,
   & Partial<Pick<CallRow, 'spend_reserved_cents'>>;
 
 /** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction); with
- *  `within` (a request's idempotency record), in one explicit transaction that also runs it. */
+ *  `within` (a request's idempotency record), in one explicit transaction that also runs it. Without `within`, the
+ *  calls placed in one event-loop turn share the statement (see insertBatch). */
 export async function insertCall(db: Db, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
   const row: CallRow = {
     spend_reserved_cents: null, ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
     disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, originated_at: null, answered_at: null,
     ended_at: null, transcript: null, updated_at: c.created_at,
   };
-  const insert = pgp.as.format(
-    `INSERT INTO calls (id, organization_id, api_key_id, user_id, type, direction, from_number, to_number, connect_number,
-       phone_number_id, agent_id, agent, record, status, legs, channels, carrier, time_scale, max_duration_seconds,
-       ring_timeout_seconds, price_cents_per_minute, created_at, updated_at, spend_reserved_cents)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12:json, $13, $14, $15:json, $16, $17, $18, $19, $20, $21, $22, $22, $23)`,
-    [row.id, row.organization_id, row.api_key_id, row.user_id, row.type, row.direction, row.from_number, row.to_number,
-      row.connect_number, row.phone_number_id, row.agent_id, row.agent, row.record, row.status, row.legs, row.channels,
-      row.carrier, row.time_scale, row.max_duration_seconds, row.ring_timeout_seconds, row.price_cents_per_minute, row.created_at,
-      row.spend_reserved_cents],
-  );
-  const event = eventsInsertSql([{ organizationId: row.organization_id, eventType: 'new_call', data: callEventPayload(row) }]);
-  // Several statements in one simple query run as one implicit transaction: both rows or neither.
-  if (!within) await db.none(`${insert};\n${event}`);
-  else await db.tx('insert-call', async (tx) => { await tx.none(`${insert};\n${event}`); await within(tx, row); });
+  if (!within) {
+    const failed = await insertBatcher(db).add(row);
+    if (failed) throw failed;
+  } else {
+    await db.tx('insert-call', async (tx) => { await tx.none(insertSql([row])); await within(tx, row); });
+  }
   wakeRelay(db);
   return row;
+}
+
+const CALL_COLUMNS = new pgp.helpers.ColumnSet(['id', 'organization_id', 'api_key_id', 'user_id', 'type', 'direction', 'from_number',
+  'to_number', 'connect_number', 'phone_number_id', 'agent_id', { name: 'agent', mod: ':json' }, 'record', 'status',
+  { name: 'legs', mod: ':json' }, 'channels', 'carrier', 'time_scale', 'max_duration_seconds', 'ring_timeout_seconds',
+  'price_cents_per_minute', 'created_at', 'updated_at', 'spend_reserved_cents'], { table: 'calls' });
+
+/** The calls and their new_call events: several statements in one simple query run as one implicit transaction. */
+const insertSql = (rows: CallRow[]) =>
+  `${pgp.helpers.insert(rows, CALL_COLUMNS)};\n${eventsInsertSql(rows.map((r) => ({ organizationId: r.organization_id, eventType: 'new_call', data: callEventPayload(r) })))}`;
+
+// One batcher per database handle. A batch is one statement (all rows or none); when it fails, each call is
+// inserted alone so one bad row (say, a number released meanwhile) fails only its own request.
+const insertBatchers = new WeakMap<Db, TurnBatcher<CallRow, Error | null>>();
+function insertBatcher(db: Db) {
+  let b = insertBatchers.get(db);
+  if (!b) {
+    b = new TurnBatcher(async (rows) => {
+      try {
+        await db.none(insertSql(rows));
+        return rows.map(() => null);
+      } catch (err) {
+        if (rows.length === 1) return [err as Error];
+        return Promise.all(rows.map((r) => db.none(insertSql([r])).then(() => null, (e: Error) => e)));
+      }
+    });
+    insertBatchers.set(db, b);
+  }
+  return b;
 }
 
 export interface Applied { step: Step; call: CallRow }

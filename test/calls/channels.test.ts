@@ -151,3 +151,24 @@ t.test('both legs of a bridge present the organization\'s from_number; the carri
   const c = await settled(env, org, call.id);
   t.equal((await getCall(env, org, c.id)).legs[1].number, '+14155554567');
 });
+
+t.test('calls inserted in one turn share a statement; a bad row fails only its own insert', async (t) => {
+  const org = await callOrg(env, {});
+  const call = (id: string, organizationId = org.organization_id) => ({
+    id, organization_id: organizationId, api_key_id: null, user_id: null, type: 'ai' as const, from_number: org.from,
+    to_number: '+14155554567', connect_number: null, phone_number_id: null, agent_id: null,
+    agent: { id: null, name: 'A', greeting: 'Hi', prompt: '', voice: 'neutral' }, record: false,
+    legs: { destination: { role: 'destination' as const, number: '+14155554567', status: 'PENDING' as const, reason: null, originated_at: null, answered_at: null, ended_at: null } },
+    channels: 1, carrier: 'sandbox', time_scale: 0.01, max_duration_seconds: 3600, ring_timeout_seconds: 30, price_cents_per_minute: 1,
+    created_at: new Date(),
+  });
+  const ids = [uuidv7(), uuidv7(), uuidv7(), uuidv7()];
+  // The third belongs to no organization (a foreign-key violation): in a shared statement it would take the others down.
+  const results = await Promise.allSettled(ids.map((id, i) => insertCall(env.db, call(id, i === 2 ? '00000000-0000-7000-8000-000000000000' : org.organization_id))));
+  t.same(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  const rows = await env.db.any('SELECT id FROM calls WHERE id IN ($1:csv) ORDER BY id', [ids]);
+  t.same(rows.map((r) => r.id), [ids[0], ids[1], ids[3]], 'the good rows are there, the bad one is not');
+  const events = await env.db.one(`SELECT count(*)::int AS n FROM events WHERE event_type = 'new_call' AND data->>'id' IN ($1:csv)`, [ids]);
+  t.equal(events.n, 3, 'one new_call event per inserted call');
+  for (const id of [ids[0], ids[1], ids[3]]) await env.db.none('DELETE FROM calls WHERE id = $1', [id]);
+});
