@@ -9,6 +9,8 @@
 //        all seven days, at most 100 calls per number per 24 h, consent required; every contact has a call consent,
 //        half have a timezone (the rest take the zone of their area code); 1,000 other numbers on the DNC list and
 //        1,000 opted out.
+// Both have a calling history of 10 calls per contact over the last 30 days (20,000 calls), and the tables are
+// analyzed after seeding, as in a running deployment (BENCH_ORDER=on,off,... changes the order of the runs).
 // Figures: accepted dials/s and dial latency for each, the on/off ratio, and the check's own time per call (its
 // query and decision run sequentially in this process, for each organization).
 import { type ChildProcess } from 'node:child_process';
@@ -53,6 +55,14 @@ async function seedOrg(db: Db, id: string, name: string, compliance: boolean) {
        FROM generate_series(0, $2 - 1) i`, [o, CONTACTS]);
   await db.none(`INSERT INTO dnc_numbers (id, organization_id, phone_number) SELECT gen_random_uuid(), $1, '+1312555' || (1000 + i) FROM generate_series(0, 999) i`, [o]);
   await db.none(`INSERT INTO opt_outs (organization_id, phone_number, channel, source) SELECT $1, '+1646555' || (1000 + i), 'call', 'bench' FROM generate_series(0, 999) i`, [o]);
+  // A calling history, as an organization that calls its contacts has: 10 past calls per contact over 30 days (the
+  // frequency rule reads the last 24 h of them).
+  await db.none(
+    `INSERT INTO calls (id, organization_id, type, direction, from_number, to_number, connect_number, status, call_outcome, legs, channels,
+                        carrier, time_scale, max_duration_seconds, ring_timeout_seconds, price_cents_per_minute, created_at, updated_at, ended_at)
+     SELECT gen_random_uuid(), $1, 'bridge', 'outbound', $2, '+1415555' || (3000 + i % $3), '+14155559999', 'COMPLETED', 'answered', '{}', 2,
+            'sandbox', 1, 3600, 30, 1, now() - (i * 2592 / $3 || ' seconds')::interval * 100, now(), now()
+       FROM generate_series(0, $3 * 10 - 1) i`, [o, org.phone_numbers[0], CONTACTS]);
   if (compliance) {
     await db.none(`INSERT INTO contact_consents (id, organization_id, contact_id, channel, source, captured_at)
                    SELECT gen_random_uuid(), $1, id, 'call', 'bench', now() - interval '1 day' FROM contacts WHERE organization_id = $1`, [o]);
@@ -81,7 +91,8 @@ async function main(): Promise<void> {
     const off = await seedOrg(db, id, 'Bench compliance off', false);
     const on = await seedOrg(db, id, 'Bench compliance on', true);
     // What autovacuum does after a bulk load: without statistics the planner may read every contact of the
-    // organization to find one (the (organization, id) index looks as good as the (organization, number) one).
+    // organization to find one (the (organization, id) index looks as good as the (organization, number) one), or
+    // scan the calls for the frequency rule.
     await db.none('ANALYZE');
     gateway = startProc('gateway', env, join(dir, 'gateway.log'));
     const base = `http://127.0.0.1:${port}`;
@@ -112,7 +123,7 @@ async function main(): Promise<void> {
 
     const count = async (orgId: string) => (await db.one('SELECT count(*)::int AS n FROM calls WHERE organization_id = $1', [orgId])).n as number;
     const runs: Record<'off' | 'on', { accepted: number; wrk: Wrk }[]> = { off: [], on: [] };
-    for (const mode of ['off', 'on', 'off', 'on'] as const) {
+    for (const mode of (process.env.BENCH_ORDER?.split(',') ?? ['off', 'on', 'off', 'on']) as ('off' | 'on')[]) {
       const o = mode === 'off' ? off : on;
       const before = await count(o.organizationId);
       const wrk = runWrk(`${base}/v1/calls/dial`, scripts[mode], { threads: THREADS, connections: CONNECTIONS, seconds: SECONDS });
@@ -161,7 +172,12 @@ async function main(): Promise<void> {
       note: `bench:dial-compliance; wrk -t${THREADS} -c${CONNECTIONS} -d${SECONDS}s x 2 per mode, alternated; load ${loadBefore} on ${availableParallelism()} cores before the run${loadBefore > 0.7 ? ' (the machine was busy: compare the ratio, not the absolute rates)' : ''}`,
     });
   } finally {
-    if (gateway && gateway.exitCode === null) gateway.kill('SIGKILL');
+    if (gateway && gateway.exitCode === null) {
+      // SIGTERM when profiling: the CPU profile is written on a clean exit.
+      const exited = new Promise((r) => gateway!.once('exit', r));
+      gateway.kill(process.env.BENCH_CPU_PROF ? 'SIGTERM' : 'SIGKILL');
+      await exited;
+    }
     await dropBenchData(redis, db, config.databaseUrl, env.REDIS_PREFIX);
     rmSync(dir, { recursive: true, force: true });
   }
