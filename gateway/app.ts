@@ -123,7 +123,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);
 
-  const accountWatch = await watchAccountChanges(db, log);
+  const accountWatch = await watchAccountChanges(db, redis, base.key, log);
   const port = await gateway.listen(config.port, config.host);
   return {
     port, url: `http://${config.host}:${port}`, gateway, db, redis,

@@ -2,7 +2,8 @@ import { sha256hex } from '../../shared/ids.ts';
 import type { Redis } from 'ioredis';
 import { findPrincipalByKey } from '../../shared/accounts/keys.ts';
 import type { Principal } from '../../shared/accounts/principal.ts';
-import { acknowledgeRevocation, KEY_REVOKED_CHANNEL, parseRevocation } from '../../shared/accounts/revocation.ts';
+import { KEY_REVOKED_CHANNEL } from '../../shared/accounts/revocation.ts';
+import { onBroadcast } from '../../shared/broadcast.ts';
 import type { Db } from '../../shared/db.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Keyer } from '../../shared/redis.ts';
@@ -41,13 +42,8 @@ export class Authenticator {
 
   async listen(redis: Redis): Promise<void> {
     this.subscriber = redis.duplicate({ enableAutoPipelining: false });
-    this.subscriber.on('message', (_ch, message: string) => {
-      const { keyId, ackList } = parseRevocation(message);
-      this.forget(keyId);
-      // Confirm only after the key is gone from this cache: the revoker waits for every gateway's confirmation.
-      if (ackList) acknowledgeRevocation(redis, ackList).catch(() => undefined);
-    });
-    await this.subscriber.subscribe(this.key(KEY_REVOKED_CHANNEL));
+    // Confirmed once the key is gone from this cache: the revoker waits for every gateway's confirmation.
+    await onBroadcast(this.subscriber, redis, this.key, KEY_REVOKED_CHANNEL, (keyId) => this.forget(keyId));
   }
 
   async close(): Promise<void> {

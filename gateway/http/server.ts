@@ -3,7 +3,7 @@
 // admission.ts.
 import uWS from 'uWebSockets.js';
 import type { Principal } from '../../shared/accounts/principal.ts';
-import { forgetAccount } from '../../shared/accounts/snapshot.ts';
+import { announceAccountChange, forgetAccount } from '../../shared/accounts/snapshot.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Tx, WithinTx } from '../../shared/db.ts';
 import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
@@ -301,8 +301,10 @@ export class HttpGateway {
         reply = serialize(r);
       }
       // This gateway's own writes show in the organization's account snapshot on the very next request, without
-      // waiting for the database's change notice.
-      if (principal && MUTATING.has(inc.method)) forgetAccount(this.deps.db, principal.organizationId);
+      // waiting for the database's change notice; a footprint change, on every gateway's.
+      if (principal && route.changesAccount && reply.status < 300) {
+        await announceAccountChange(this.deps.db, this.deps.redis, this.deps.key, principal.organizationId);
+      } else if (principal && MUTATING.has(inc.method)) forgetAccount(this.deps.db, principal.organizationId);
       if (route.deprecated) Object.assign(headers, deprecationHeaders(route.deprecated));
       Object.assign(headers, reply.headers);
       status = reply.status;

@@ -88,6 +88,9 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** Error codes this route can answer besides the general ones. */
   errors?: ErrorCode[];
   deprecated?: Deprecation;
+  /** A success changes the organization's account footprint (GET /v1/account): the reply waits until every gateway
+   *  dropped its copy, so the next read on any replica shows the change. */
+  changesAccount?: boolean;
   handler(ctx: Ctx<StaticOr<BS, undefined>, StaticOr<QS, Record<string, never>>, StaticOr<PS, Record<string, never>>>): Promise<Reply>;
 }
 

@@ -51,7 +51,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'POST', path: '/v1/phone-numbers', scope: 'phone_numbers:write', tag: 'Phone Numbers',
+    method: 'POST', path: '/v1/phone-numbers', scope: 'phone_numbers:write', tag: 'Phone Numbers', changesAccount: true,
     summary: 'Buy a number',
     description: 'Buys one number for the organization: the exact phone_number, or any free number of area_code. The '
       + 'number is held at once (status PROVISIONING, is_active false) and turns ACTIVE asynchronously, within seconds on '
@@ -98,7 +98,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'DELETE', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:write', tag: 'Phone Numbers',
+    method: 'DELETE', path: '/v1/phone-numbers/{id}', scope: 'phone_numbers:write', tag: 'Phone Numbers', changesAccount: true,
     summary: 'Release a number',
     description: 'Gives the number back: its status becomes RELEASED (is_active false), the number_released webhook fires '
       + 'and calls still QUEUED with it as caller ID are canceled (call_outcome connection_unconfirmed, '

@@ -1,5 +1,8 @@
+import type { Redis } from 'ioredis';
+import { broadcastAndAwait, onBroadcast } from '../broadcast.ts';
 import type { Db } from '../db.ts';
 import { PgListener } from '../db-listen.ts';
+import type { Keyer } from '../redis.ts';
 import type { Logger } from '../log.ts';
 import type { Principal } from './principal.ts';
 
@@ -7,8 +10,9 @@ import type { Principal } from './principal.ts';
 // memory per process and dropped when they change: triggers NOTIFY ol_account with the organization id on every
 // change that can alter a snapshot (migration 005), and a process that watches (the gateway) drops that
 // organization's entries when the notice arrives, so a change committed anywhere shows within the notice's
-// latency. A process's own writes show on its very next request (forgetAccount). While the LISTEN connection is
-// down nothing is served from memory: the footprint is counted from live rows, and the identity is kept for a
+// latency. A gateway's own writes show on its very next request (forgetAccount), and an API request that changes
+// the footprint (RouteDef.changesAccount) answers only once every gateway dropped it (announceAccountChange): read
+// your writes on any replica. While the LISTEN connection is down nothing is served from memory: the footprint is counted from live rows, and the identity is kept for a
 // few seconds only.
 //
 // Reads that do reach PostgreSQL are batched: every footprint request of one event-loop turn waits for one
@@ -144,12 +148,24 @@ const readerOf = (db: Db) => {
   return r;
 };
 
+/** Redis channel of announceAccountChange (shared/broadcast.ts). */
+const ACCOUNT_CHANGED_CHANNEL = 'events:account-changed';
+
 /** Keeps this process's account snapshots in step with the database: LISTENs on ol_account and drops what a
- *  notice names. Until this runs (and while its connection is down) footprints are counted for every request. */
-export async function watchAccountChanges(db: Db, log: Logger): Promise<{ stop(): Promise<void> }> {
+ *  notice names, and applies announceAccountChange's announcements. Until this runs (and while its connection is
+ *  down) footprints are counted for every request. */
+export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log: Logger): Promise<{ stop(): Promise<void> }> {
   const reader = readerOf(db);
+  // Test hook: change notices arrive this much later (what a busy database or network does), to show that an API
+  // change is seen on every replica without them.
+  const noticeDelayMs = Number(process.env.ACCOUNT_NOTICE_FAULT_DELAY_MS ?? 0);
+  const subscriber = redis.duplicate({ enableAutoPipelining: false });
+  await onBroadcast(subscriber, redis, key, ACCOUNT_CHANGED_CHANNEL, (organizationId) => reader.forget(organizationId));
   const listener = new PgListener(db, ACCOUNT_CHANNEL, {
-    onNotify: (organizationId) => reader.forget(organizationId),
+    onNotify: (organizationId) => {
+      if (noticeDelayMs > 0) setTimeout(() => reader.forget(organizationId), noticeDelayMs);
+      else reader.forget(organizationId);
+    },
     onUp: () => { reader.reset(); reader.watched = true; },
     onDown: (err) => {
       reader.watched = false;
@@ -162,8 +178,17 @@ export async function watchAccountChanges(db: Db, log: Logger): Promise<{ stop()
     stop: async () => {
       reader.watched = false;
       await listener.stop();
+      await subscriber.quit().catch(() => undefined);
     },
   };
+}
+
+/** After an API request changed an organization's footprint (a number ordered or released): returns once every
+ *  gateway has dropped what it kept of it, so the next GET /v1/account on any replica shows the change. Changes
+ *  made elsewhere (workers, the admin CLI) show within the database notice's latency. */
+export async function announceAccountChange(db: Db, redis: Redis, key: Keyer, organizationId: string): Promise<void> {
+  forgetAccount(db, organizationId);
+  await broadcastAndAwait(redis, key, ACCOUNT_CHANGED_CHANNEL, organizationId);
 }
 
 /** Drops the kept snapshot parts of an organization, so this process's next answer reflects a write it just

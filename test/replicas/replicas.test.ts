@@ -1,6 +1,7 @@
 // Replicas: two gateways and two workers processes on one PostgreSQL and one Redis behave as one service. A key's
 // rate limit holds across both gateways, an Idempotency-Key replays on either, every call progresses exactly once,
-// every webhook is delivered once, and a revoked key is refused by both at once.
+// every webhook is delivered once, a revoked key is refused by both at once, and a footprint change made through
+// the API shows in GET /v1/account on every gateway on the next request.
 import t from 'tap';
 import { revokeAndAnnounce } from '../../shared/accounts/revocation.ts';
 import { keyer } from '../../shared/redis.ts';
@@ -84,6 +85,31 @@ t.test('a revoked key is refused by both gateways at once', async (t) => {
   t.ok(await revokeAndAnnounce(env.db, env.redis, keyer(env.config.redisPrefix), k.apiKeyId));
   const [a, b] = await Promise.all([on(0, 'GET', '/v1/account', { key: k.apiKey }), on(1, 'GET', '/v1/account', { key: k.apiKey })]);
   t.same([a.status, b.status], [401, 401], 'the first request after the revocation is refused on each gateway');
+});
+
+t.test('a footprint change made through the API is seen on the other gateway at once, before any change notice', async (t) => {
+  // A third gateway whose database change notices arrive 10 s late: only the API's own announcement can make it
+  // drop what it keeps, so it must read what was just written.
+  const slow = env.spawn('gateway', { ACCOUNT_NOTICE_FAULT_DELAY_MS: '10000' });
+  await slow.ready();
+  t.teardown(() => slow.kill('SIGKILL'));
+  const url3 = /"url":"(http:\/\/[^"]+)"/.exec(slow.output)![1];
+  const org = await env.bootstrap({ numbers: 1 });
+  const k = await env.createKey({ organizationId: org.organization_id, userId: org.user_id, scopes: ['account:read', 'phone_numbers:write'] });
+  const footprint = async () => (await httpCall(url3, 'GET', '/v1/account', { key: k.apiKey })).body.data.footprint.phone_numbers;
+  t.equal(await footprint(), 1, 'the slow gateway keeps the footprint');
+
+  const bought = await httpCall(env.url, 'POST', '/v1/phone-numbers', { key: k.apiKey, body: { area_code: '512' } });
+  t.equal(bought.status, 202, bought.text);
+  t.equal(await footprint(), 2, 'the number ordered on the first gateway counts on the next read of the slow one');
+  const released = await httpCall(env.url, 'DELETE', `/v1/phone-numbers/${bought.body.data.id}`, { key: k.apiKey });
+  t.equal(released.status, 200, released.text);
+  t.equal(await footprint(), 1, 'and its release');
+
+  // A change made outside the API (SQL by hand) has no announcement: the slow gateway shows it with the notice.
+  await env.db.none(`UPDATE phone_numbers SET status = 'RELEASED' WHERE organization_id = $1`, [org.organization_id]);
+  t.equal(await footprint(), 1, 'not yet: its notice is 10 s late (the hook is what makes the reads above meaningful)');
+  await eventually(async () => (await footprint()) === 0, 30_000);
 });
 
 t.test('two gateways and two workers stop cleanly', async (t) => {
