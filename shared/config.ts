@@ -113,31 +113,24 @@ export interface Config {
   optimize: OptimizeSettings;
 }
 
-function int(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
+/** A numeric setting: the fallback when unset or empty, else a number `accepts` takes, or a startup error saying
+ *  what the setting must be. */
+function numberSetting(name: string, fallback: number, env: NodeJS.ProcessEnv, accepts: (n: number) => boolean, what: string): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!accepts(n)) throw new Error(`${name} must be ${what}, got "${raw}"`);
   return n;
 }
 
-/** A positive number (fractions allowed), or the fallback when unset. */
-function positive(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return n;
-}
-
-/** A positive integer (a count, a period in ms), or the fallback when unset. */
-function positiveInt(name: string, fallback: number, env: NodeJS.ProcessEnv): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
+const int = (name: string, fallback: number, env: NodeJS.ProcessEnv) =>
+  numberSetting(name, fallback, env, (n) => Number.isInteger(n) && n >= 0, 'a non-negative integer');
+/** A positive number (fractions allowed). */
+const positive = (name: string, fallback: number, env: NodeJS.ProcessEnv) =>
+  numberSetting(name, fallback, env, (n) => Number.isFinite(n) && n > 0, 'a positive number');
+/** A positive integer (a count, a period in ms). */
+const positiveInt = (name: string, fallback: number, env: NodeJS.ProcessEnv) =>
+  numberSetting(name, fallback, env, (n) => Number.isInteger(n) && n > 0, 'a positive integer');
 
 /** One of the choices; the first is the default. */
 function oneOf<T extends string>(name: string, choices: readonly T[], env: NodeJS.ProcessEnv): T {
