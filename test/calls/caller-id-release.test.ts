@@ -109,5 +109,6 @@ t.test('workers return: no call of W is originated with the number, which now wo
   t.equal(mine.status, 202, mine.status === 202 ? 'B dials from it' : mine.text);
   const c = await eventually(async () => { const c = await getCall(env, bOrg, mine.body.data.call_id); return c.legs[0].originated_at ? c : null; }, 20_000);
   t.equal(c.from_number, w.from);
-  t.ok(await carrierTouched(c.id), 'B\'s call is originated');
+  // The carrier is asked after the origination commits (originated_at): its jobs appear a moment later.
+  t.ok(await eventually(() => carrierTouched(c.id), 20_000), 'B\'s call is originated');
 });
