@@ -71,7 +71,11 @@ export class Authenticator {
   async authenticate(header: string | undefined): Promise<Principal> {
     if (!header) throw unauthorized('missing', 'Missing Authorization header; send "Authorization: Bearer <API key>".');
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw unauthorized('invalid_request', 'The Authorization header must use the Bearer scheme: "Bearer <API key>".');
+    if (!m) {
+      // "Bearer" alone (uWS trims the space after it) is a client whose key variable was empty: say so.
+      if (/^Bearer\s*$/i.test(header)) throw unauthorized('invalid_request', 'The bearer token is empty; send "Authorization: Bearer <API key>" with your key after "Bearer ".');
+      throw unauthorized('invalid_request', 'The Authorization header must use the Bearer scheme: "Bearer <API key>".');
+    }
     const token = m[1];
     const now = Date.now();
     const hit = this.cache.get(token);

@@ -11,14 +11,12 @@ import { Nullable } from './schemas.ts';
 
 
 export const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
-  status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')],
-    { description: 'PROVISIONING (bought, not usable yet), ACTIVE (places calls), RELEASED (given back; kept as history).' }),
   area_code: Type.String({ description: 'The three-digit area code.' }),
   activated_at: Nullable(Type.String({ format: 'date-time' }), 'When the number turned ACTIVE; null before.'),
   released_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was released; null while held.'),
 })], { description: 'A phone number with its lifecycle status.' });
 
-export const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, status: 'ACTIVE', area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
+export const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
 
 const AvailableNumber = Type.Object({
   phone_number: Type.String({ description: 'The number in E.164 form; pass it to POST /v1/phone-numbers.' }),

@@ -12,6 +12,8 @@ export const PhoneNumber = Type.Object({
   organization_id: Type.String({ format: 'uuid', description: 'The organization that holds the number.' }),
   user_id: Type.String({ format: 'uuid', description: 'The user the number is assigned to.' }),
   provider: Type.String({ description: 'The carrier the number lives on (sandbox, or livekit in production).' }),
+  status: Type.Union([Type.Literal('PROVISIONING'), Type.Literal('ACTIVE'), Type.Literal('RELEASED')],
+    { description: 'PROVISIONING (bought, not usable yet), ACTIVE (places calls), RELEASED (given back; kept as history).' }),
   is_active: Type.Boolean({ description: 'Whether the number can place calls now (status ACTIVE).' }),
   iso_country: Type.String({ description: 'ISO 3166-1 alpha-2 country of the number.' }),
   reputation_enrolled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()],
@@ -27,7 +29,7 @@ export const PhoneNumber = Type.Object({
 
 export const PHONE_NUMBER_EXAMPLE = {
   id: 1042, phone_number: '+14155550123', name: 'Front desk', organization_id: '5f0c8a2e-3b1d-4c6e-9a7f-2d4b8e1c0a93',
-  user_id: '9b2e4f61-7c3a-4d58-8e1f-0a6b3c9d2e47', provider: 'sandbox', is_active: true, iso_country: 'US',
+  user_id: '9b2e4f61-7c3a-4d58-8e1f-0a6b3c9d2e47', provider: 'sandbox', status: 'ACTIVE', is_active: true, iso_country: 'US',
   reputation_enrolled_at: null, cnam_display_name: 'Acme Dental', cnam_status: 'registered', cnam_rejection_reason: null, texting_status: 'not_registered',
   created_at: '2026-11-20T15:04:05.000Z',
 };

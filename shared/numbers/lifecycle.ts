@@ -23,7 +23,6 @@ export function lifecycleRecord(r: PhoneNumberRow) {
 export function numberDetailView(r: LifecycleRow) {
   return {
     ...phoneNumberView(r),
-    status: r.status,
     area_code: r.area_code,
     activated_at: r.activated_at ? r.activated_at.toISOString() : null,
     released_at: r.released_at ? r.released_at.toISOString() : null,

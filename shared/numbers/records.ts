@@ -28,6 +28,7 @@ export function phoneNumberView(r: PhoneNumberRow) {
     organization_id: r.organization_id,
     user_id: r.user_id,
     provider: r.provider,
+    status: r.status,
     is_active: r.status === 'ACTIVE',
     iso_country: r.iso_country,
     reputation_enrolled_at: r.reputation_enrolled_at ? r.reputation_enrolled_at.toISOString() : null,

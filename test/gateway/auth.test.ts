@@ -51,6 +51,11 @@ t.test('non-Bearer schemes and malformed Bearer values', async (t) => {
   for (const [why, value] of Object.entries(cases)) {
     assertUnauthorized(t, await env.request('GET', '/v1/account', { headers: { authorization: value } }), 'invalid_request', why);
   }
+  for (const value of ['Bearer', 'Bearer ', 'bearer   ']) {
+    const r = await env.request('GET', '/v1/account', { headers: { authorization: value } });
+    assertUnauthorized(t, r, 'invalid_request', `empty token ${JSON.stringify(value)}`);
+    t.match(r.body.error.message, /bearer token is empty/, 'the message says the token is empty');
+  }
   const lower = await env.request('GET', '/v1/account', { headers: { authorization: `bearer ${org.api_key}` } });
   t.equal(lower.status, 200, 'the scheme name is case-insensitive (RFC 7235)');
 });
