@@ -230,7 +230,7 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
       title: 'Telephony, Caller-Trust and Website-Testing Service API',
       version: '1.0.0',
       description: GUIDE,
-      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      license: { name: 'Apache License 2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: serverUrl, description: 'This gateway' }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, ...(TAGS[name] ? { description: TAGS[name] } : {}) })),
