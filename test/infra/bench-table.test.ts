@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeResult, type BenchResult } from '../../bench/report.ts';
-import { DOC_PATH, END, RESULTS_PATH, START, readResults, regenerate, renderTable } from '../../bench/table.ts';
+import { DOC_PATH, END, HEAD_END, HEAD_START, RESULTS_PATH, START, readResults, regenerate, renderHeadline, renderTable } from '../../bench/table.ts';
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'bench-table-'));
@@ -67,6 +67,27 @@ t.test('regenerate replaces only the block between the markers', async (t) => {
   t.throws(() => regenerate('# no markers\n', dir), /markers/);
 });
 
+t.test('the headline table: one row per figure with a target, from its newest sitting', async (t) => {
+  const dir = tempDir();
+  put(dir, 'gateway.old.json', older);
+  put(dir, 'gateway.json', { ...newer, source: undefined, figures: [...newer.figures, { name: 'ratio (b)/(a)', value: 0.52, unit: '×', target: '>= 0.5', met: true }] });
+  put(dir, 'dial.json', dial);
+  const rows = renderHeadline(readResults(dir)).split('\n').filter((l) => l.startsWith('| `'));
+  t.same(rows, [
+    '| `gateway` | worst p99 < 10 ms | 2.2–3.1 ms | yes | 2026-03-04 |',
+    '| `gateway` | ratio (b)/(a) >= 0.5 | 0.52 × | yes | 2026-03-04 |',
+  ], 'figures without a target are left out; the older sitting of the same figure is not repeated');
+  put(dir, 'gateway.json', newer);
+  const transcribed = renderHeadline(readResults(dir)).split('\n').filter((l) => l.startsWith('| `'));
+  t.same(transcribed, ['| `gateway` | ratio (b)/(a) >= 0.5 | 0.48 × | **no** | 2026-01-02 |'],
+    'a transcribed sitting (source) is history, not a headline: the newest run written by a bench wins');
+  const doc = `# T\n\n${HEAD_START}\nold\n${HEAD_END}\n\n${START}\nstale\n${END}\n`;
+  const next = regenerate(doc, dir);
+  t.notMatch(next, /\nold\n/, 'the headline block is regenerated');
+  t.ok(next.indexOf(HEAD_END) < next.indexOf(START), 'and stays above the full table');
+  t.equal(regenerate(next, dir), next, 'idempotent');
+});
+
 t.test('malformed results are refused, naming the file', async (t) => {
   for (const [what, bad] of [
     ['no figures', { ...dial, figures: [] }],
@@ -100,6 +121,7 @@ t.test('writeResult writes what the table reads, leaving out figures that were n
 t.test('docs/benchmarks.md is up to date with bench/results (npm run bench:table)', async (t) => {
   const doc = readFileSync(DOC_PATH, 'utf8');
   t.equal(regenerate(doc, RESULTS_PATH), doc, 'run `npm run bench:table` and commit docs/benchmarks.md with bench/results');
+  t.ok(doc.indexOf(HEAD_START) >= 0 && doc.indexOf(HEAD_START) < doc.indexOf(START), 'the page opens with the headline table');
   const results = readResults(RESULTS_PATH);
   t.ok(results.length > 0, 'there are results');
   for (const name of ['gateway', 'dial', 'webhooks', 'media', 'signaling']) {
