@@ -5,12 +5,10 @@
 import { open } from 'node:fs/promises';
 import type uWS from 'uWebSockets.js';
 import { ApiError } from '../../shared/errors.ts';
-import type { GatewayDeps } from './types.ts';
+import type { FileBody, GatewayDeps } from './types.ts';
 
 export const FILE_CHUNK_BYTES = 64 * 1024;
 
-/** What a handler returns to send a file: Reply.file. */
-export interface FileBody { path: string; size: number }
 
 /** A file response decided by the pipeline: what to send, and the stream slot to give back when it ends. */
 export interface FilePlan {

@@ -7,7 +7,6 @@ import type { WithinTx } from '../../shared/db.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Cursors } from '../../shared/pagination.ts';
 import type { Scope } from '../../shared/scopes.ts';
-import type { FileBody } from './file-response.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -31,6 +30,9 @@ export interface Deprecation {
   /** Where to read about it (Link rel="sunset"). */
   link: string;
 }
+
+/** What a handler returns to send a file: Reply.file. */
+export interface FileBody { path: string; size: number }
 
 export interface Reply {
   status: number;

@@ -12,7 +12,10 @@ import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, type Applied } from './store.ts';
-import { afterBrowserTransition, isBrowserCall } from '../tickets/progress.ts';
+import { afterBrowserTransition } from '../tickets/progress.ts';
+
+/** Runs after a call's transition committed and its effects ran (or failed); must not throw. */
+export type CommittedHook = (applied: Applied, input: Input) => Promise<void>;
 
 export class CallRuntime {
   readonly queues: CallQueues;
@@ -22,6 +25,7 @@ export class CallRuntime {
   readonly profile: CarrierProfile;
   /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
   readonly carrier: Carrier | null;
+  private readonly committedHooks: CommittedHook[] = [];
 
   /** withCarrier: true for the configured carrier (workers), a Carrier instance to use that one, false for none. */
   constructor(readonly deps: ProcessDeps, withCarrier: boolean | Carrier) {
@@ -31,7 +35,12 @@ export class CallRuntime {
     this.spend = new SpendAccounts(deps.redis, deps.key, deps.db);
     this.profile = carrierProfile(deps.config);
     this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents) : withCarrier || null;
+    // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
+    this.onCommitted((applied, input) => afterBrowserTransition(deps, applied, input));
   }
+
+  /** Registers a hook run after every applied transition, in registration order. */
+  onCommitted(hook: CommittedHook): void { this.committedHooks.push(hook); }
 
   /** Applies one input to a call and carries out its effects (after the commit). */
   async transition(callId: string, input: Input, opts: { organizationId?: string; bestEffort?: boolean } = {}): Promise<Applied | null> {
@@ -44,9 +53,7 @@ export class CallRuntime {
       if (!opts.bestEffort) throw err;
       this.deps.log.error({ err, call_id: callId }, 'call effects failed after commit; the reconciler will repair');
     } finally {
-      // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
-      // Never throws.
-      if (isBrowserCall(applied.call) && applied.step.result === 'applied') await afterBrowserTransition(this, applied, input);
+      for (const hook of this.committedHooks) await hook(applied, input);
     }
     return applied;
   }

@@ -1,8 +1,6 @@
 // CNAM registration providers: submit a number's display name to the caller-name databases and learn whether it
 // was registered or rejected. The sandbox provider is the default; shared/cnam/telnyx.ts is the production
-// adapter's shape for one carrier.
-import type { CnamSettings } from '../config.ts';
-import { TelnyxCnamProvider } from './telnyx.ts';
+// adapter's shape for one carrier; shared/cnam/configured.ts picks one.
 
 export type CnamResult =
   | { status: 'registered' }
@@ -30,8 +28,3 @@ export const sandboxCnamProvider: CnamProvider = {
     return { status: 'registered' };
   },
 };
-
-/** The configured provider: Telnyx when CNAM_PROVIDER=telnyx, else the sandbox. */
-export function cnamProvider(settings: CnamSettings): CnamProvider {
-  return settings.telnyx ? new TelnyxCnamProvider(settings.telnyx.apiKey, settings.telnyx.baseUrl) : sandboxCnamProvider;
-}

@@ -3,9 +3,9 @@ import type { Db, Tx } from '../db.ts';
 import { ApiError } from '../errors.ts';
 import { sha256hex } from '../ids.ts';
 import { defineScript, script } from '../redis-scripts.ts';
-import { findRecord, writeRecord, type DurableRecord } from './records.ts';
+import { findRecord, writeRecord, type DurableRecord, type StoredResponse } from './records.ts';
 
-export { IdempotencyRecordExists } from './records.ts';
+export { IdempotencyRecordExists, type StoredResponse } from './records.ts';
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600_000;
 // How long a request may run before its claim lapses (a crashed gateway must not lock a key for a day).
@@ -13,8 +13,6 @@ export const DEFAULT_LEASE_MS = 60_000;
 // Printable ASCII. Bytes >= 0x80 inside the value reach it (decoded, or as U+FFFD) and fail here; uWebSockets.js
 // trims them at either end of a header value before JS sees it (docs/architecture.md, "Idempotency design"), which no pattern can catch.
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
-export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }
 
 export type Claim = NewClaim | { kind: 'replay'; response: StoredResponse };
 

@@ -1,7 +1,9 @@
 // The durable half of idempotency: one row per (credential, key hash) in PostgreSQL, written by the effect's own
 // transaction, so "the effect happened" and "this is its response" commit as one fact.
 import type { Db, Tx } from '../db.ts';
-import type { StoredResponse } from './idempotency-store.ts';
+
+/** A response as the pipeline sends it and as a replay sends it again. */
+export interface StoredResponse { status: number; body: string | Buffer; headers: Record<string, string> }
 
 export interface DurableRecord {
   fingerprint: string;

@@ -1,10 +1,9 @@
 // The SMS carrier interface: hand a message over (the carrier accepts it: sent, or refuses it: failed), and
 // later report its delivery receipt (delivered or undelivered) as a job on SMS_RECEIPTS_QUEUE, which the workers'
 // sms-receipts processor applies. submit() must be idempotent per message id: the workers repeat it after a crash.
+// shared/sms/configured.ts picks the carrier.
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.ts';
-import { SandboxSmsCarrier } from './sandbox-carrier.ts';
 
 export const SMS_RECEIPTS_QUEUE = 'sms-receipts';
 
@@ -36,9 +35,4 @@ export function receiptsQueue(redis: Redis, prefix: string): Queue<SmsReceipt> {
   let q = byPrefix.get(prefix);
   if (!q) byPrefix.set(prefix, (q = new Queue(SMS_RECEIPTS_QUEUE, { connection: redis, prefix })));
   return q as Queue<SmsReceipt>;
-}
-
-/** The configured SMS carrier. Only the sandbox exists so far: the LiveKit carrier carries no SMS. */
-export function createSmsCarrier(redis: Redis, config: Config): SmsCarrier {
-  return new SandboxSmsCarrier(receiptsQueue(redis, config.redisPrefix), config.sandboxTimeScale);
 }

@@ -4,8 +4,8 @@
 import type { Keyer } from '../redis.ts';
 import { isTerminal, type CallRow } from '../calls/model.ts';
 import type { Input } from '../calls/machine.ts';
-import type { CallRuntime } from '../calls/runtime.ts';
 import type { Applied } from '../calls/store.ts';
+import type { ProcessDeps } from '../process.ts';
 import { BROWSER_CALL_TYPES, recordSetupDiagnostic, revokeUnusedTicket } from './tickets.ts';
 
 export const progressChannel = (key: Keyer) => key('calls', 'progress');
@@ -30,9 +30,11 @@ export const progressOf = (c: CallRow): CallProgress => ({
   duration_seconds: c.duration_seconds,
 });
 
-export async function afterBrowserTransition(rt: CallRuntime, applied: Applied, input: Input): Promise<void> {
-  const { db, redis, key, log } = rt.deps;
+/** The post-commit hook of browser calls (CallRuntime runs it after each applied transition). Never throws. */
+export async function afterBrowserTransition(deps: ProcessDeps, applied: Applied, input: Input): Promise<void> {
+  const { db, redis, key, log } = deps;
   const call = applied.call;
+  if (!isBrowserCall(call) || applied.step.result !== 'applied') return;
   try {
     if (isTerminal(call.status)) {
       const diagnostic = call.call_outcome === 'connection_unconfirmed'

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq';
-import { cnamProvider } from '../../shared/cnam/provider.ts';
+import { cnamProvider } from '../../shared/cnam/configured.ts';
 import { CNAM_QUEUE, registerCnam, type CnamJob } from '../../shared/cnam/registration.ts';
 import type { Processor } from '../processor.ts';
 

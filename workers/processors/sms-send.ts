@@ -1,5 +1,6 @@
 import { DelayedError } from 'bullmq';
-import { createSmsCarrier, type SmsCarrier } from '../../shared/sms/carrier.ts';
+import type { SmsCarrier } from '../../shared/sms/carrier.ts';
+import { createSmsCarrier } from '../../shared/sms/configured.ts';
 import { SMS_SEND_QUEUE, type SendJob } from '../../shared/sms/messages.ts';
 import { handOver } from '../../shared/sms/send.ts';
 import { NumberPacer } from '../../shared/sms/throughput.ts';
