@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../../shared/caller-trust/prices.ts';
-import { CARRIERS, RISK_LEVELS } from '../../shared/caller-trust/reputation/provider.ts';
+import { MOBILE_NETWORKS, RISK_LEVELS } from '../../shared/mobile-networks.ts';
 import { ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { getRemediation, listRemediations, openRemediation, remediationView, type RemediationRow } from '../../shared/caller-trust/reputation/remediation.ts';
 import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
@@ -24,7 +24,7 @@ const CarrierEvidence = Type.Object({
 const Reputation = Type.Object({
   phone_number: Type.String({ description: 'The number (E.164).' }),
   phone_id: Type.Integer({ description: 'The number\'s id (GET /v1/phone-numbers).' }),
-  carriers: Type.Object(Object.fromEntries(CARRIERS.map((c) => [c, { ...CarrierEvidence, description: `Evidence on ${c}.` }])),
+  carriers: Type.Object(Object.fromEntries(MOBILE_NETWORKS.map((c) => [c, { ...CarrierEvidence, description: `Evidence on ${c}.` }])),
     { description: 'Per carrier (ATT, TMOBILE, VERIZON) the cached evidence.' }),
   flagged: Type.Boolean({ description: 'True when any carrier reports MEDIUM or HIGH.' }),
   checked_at: Nullable(Type.String({ format: 'date-time' }), 'The oldest carrier check; null when some carrier was never checked.'),
@@ -114,7 +114,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       ...PageQuery,
       risk_level: Type.Optional(Type.Union([...RISK_LEVELS, 'UNAVAILABLE'].map((r) => Type.Literal(r)),
         { description: 'Only numbers with this risk level on some carrier (or on carrier); UNAVAILABLE: with no answer.' })),
-      carrier: Type.Optional(Type.Union(CARRIERS.map((c) => Type.Literal(c)), { description: 'With risk_level: only this carrier\'s evidence counts; alone: numbers with evidence on it.' })),
+      carrier: Type.Optional(Type.Union(MOBILE_NETWORKS.map((c) => Type.Literal(c)), { description: 'With risk_level: only this carrier\'s evidence counts; alone: numbers with evidence on it.' })),
       flagged: Type.Optional(Type.Boolean({ description: 'true: flagged (MEDIUM or HIGH) on some carrier; false: on none.' })),
       stale: Type.Optional(Type.Boolean({ description: 'true: evidence older than the freshness window or incomplete; false: fresh.' })),
     }, { additionalProperties: false }),

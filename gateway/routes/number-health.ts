@@ -5,7 +5,7 @@ import { createAttempt, inboundProgress, recordObservation } from '../../shared/
 import { attributedUser } from '../../shared/number-health/attribution.ts';
 import { ACTIONS, EVIDENCE_STATES } from '../../shared/number-health/evidence.ts';
 import { fleetItemView, fleetPage } from '../../shared/number-health/fleet.ts';
-import { CARRIERS, OUTCOMES, policyView } from '../../shared/number-health/policy.ts';
+import { OUTCOMES, policyView, TESTER_NETWORKS } from '../../shared/number-health/policy.ts';
 import { resolveNumberSet, type Resolution } from '../../shared/number-health/resolve.ts';
 import { INBOUND_OUTCOMES, simulateInboundCall } from '../../shared/number-health/sandbox-inbound.ts';
 import {
@@ -436,7 +436,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
       tester: Type.Object({
         alias: Type.String({ minLength: 1, maxLength: 100, description: 'How the tester is named in reports.' }),
         phone_number: E164('The tester\'s phone (E.164): the destination of outbound attempts, the caller of inbound ones.'),
-        carrier: lit(CARRIERS, 'The tester\'s carrier: ATT, TMOBILE, VERIZON, OTHER or UNKNOWN.'),
+        carrier: lit(TESTER_NETWORKS, 'The tester\'s carrier: ATT, TMOBILE, VERIZON, OTHER or UNKNOWN.'),
         consented: Type.Boolean({ description: 'Whether the tester consented (only consented testers count toward readiness).' }),
       }, { additionalProperties: false, description: 'The tester.' }),
       mode: lit(MODES, 'RAPID_AUDIT (quick handset audit), HUMAN_READINESS (counts toward readiness) or CONNECTIVITY_QA (synthetic; may use AI calls).'),

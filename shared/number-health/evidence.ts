@@ -11,10 +11,8 @@
 //                     qualifying handset evidence; not a cross-carrier guarantee
 //   NEEDS_DATA        everything else: a carrier unavailable (null risk), stale or never checked, or readiness not
 //                     met yet. Unknown is never clean.
-import {
-  HANDSET_RECENT_MS, NEGATIVE_OUTCOMES, PROVIDER_CARRIERS, PROVIDER_FRESH_MS, READINESS, type Carrier, type Outcome,
-  type ProviderCarrier,
-} from './policy.ts';
+import { MOBILE_NETWORKS, type MobileNetwork, type RiskLevel } from '../mobile-networks.ts';
+import { HANDSET_RECENT_MS, NEGATIVE_OUTCOMES, PROVIDER_FRESH_MS, READINESS, type Outcome, type TesterNetwork } from './policy.ts';
 
 export const EVIDENCE_STATES = ['CLEAN_OBSERVED', 'NEEDS_DATA', 'WATCH', 'FLAGGED', 'SETUP_INCOMPLETE', 'RETIRED'] as const;
 export type EvidenceState = (typeof EVIDENCE_STATES)[number];
@@ -27,13 +25,12 @@ export const TIER: Record<EvidenceState, number> = {
 export const ACTIONS = ['NONE', 'COMPLETE_SETUP', 'REQUEST_REMEDIATION', 'MONITOR', 'FRESH_CHECK', 'RUN_SPAM_TEST'] as const;
 export type RecommendedAction = (typeof ACTIONS)[number];
 
-export type RiskLevel = 'LOW' | 'MEDIUM' | 'HIGH';
 
 /** One provider answer (a number_reputation row). risk null: the provider had no answer. */
-export interface ProviderScore { carrier: ProviderCarrier; risk_level: RiskLevel | null; checked_at: number }
+export interface ProviderScore { carrier: MobileNetwork; risk_level: RiskLevel | null; checked_at: number }
 
 /** The latest handset observation of one carrier. */
-export interface LatestObservation { carrier: Carrier; outcome: Outcome; observed_at: number }
+export interface LatestObservation { carrier: TesterNetwork; outcome: Outcome; observed_at: number }
 
 /** Counts of qualifying human evidence (after the UTC-day dedup). */
 export interface ReadinessCounts {
@@ -69,8 +66,8 @@ export interface Evidence {
   readiness: ReturnType<typeof readinessProgress>;
 }
 
-export function carrierRisks(scores: readonly ProviderScore[], now: number): Record<ProviderCarrier, CarrierRisk> {
-  const out = { ATT: 'NOT_CHECKED', TMOBILE: 'NOT_CHECKED', VERIZON: 'NOT_CHECKED' } as Record<ProviderCarrier, CarrierRisk>;
+export function carrierRisks(scores: readonly ProviderScore[], now: number): Record<MobileNetwork, CarrierRisk> {
+  const out = { ATT: 'NOT_CHECKED', TMOBILE: 'NOT_CHECKED', VERIZON: 'NOT_CHECKED' } as Record<MobileNetwork, CarrierRisk>;
   for (const s of scores) {
     if (s.risk_level === null) out[s.carrier] = 'UNAVAILABLE';
     // A stale LOW is unknown; a stale MEDIUM or HIGH still warns (see the table above).
@@ -94,7 +91,7 @@ export function readinessProgress(i: EvidenceInput) {
     active_days: count(READINESS.activeDays, r.activeDays),
     clean_observation_carriers: { required: [...READINESS.cleanCarriers], observed: clean, met: clean.length === READINESS.cleanCarriers.length },
     verified_callback: { met: r.callbackVerified },
-    provider_risk: { required: READINESS.providerRisk, carriers: risks, met: PROVIDER_CARRIERS.every((c) => risks[c] === 'LOW') },
+    provider_risk: { required: READINESS.providerRisk, carriers: risks, met: MOBILE_NETWORKS.every((c) => risks[c] === 'LOW') },
     no_recent_negative_display: { met: recentNegatives(i.latest, i.now).length === 0 },
   };
   return { ...parts, met: Object.values(parts).every((p) => p.met) };
@@ -127,7 +124,7 @@ export function evaluateEvidence(i: EvidenceInput): Evidence {
   if (missing.length) return out('SETUP_INCOMPLETE', `Setup incomplete: ${missing.join(', ')}.`, 'COMPLETE_SETUP');
 
   const risks = readiness.provider_risk.carriers;
-  const high = PROVIDER_CARRIERS.filter((c) => risks[c] === 'HIGH');
+  const high = MOBILE_NETWORKS.filter((c) => risks[c] === 'HIGH');
   const negatives = recentNegatives(i.latest, i.now);
   if (high.length || negatives.length) {
     const why = [
@@ -136,10 +133,10 @@ export function evaluateEvidence(i: EvidenceInput): Evidence {
     ];
     return out('FLAGGED', `Flagged: ${why.join('; ')}.`, 'REQUEST_REMEDIATION');
   }
-  const medium = PROVIDER_CARRIERS.filter((c) => risks[c] === 'MEDIUM');
+  const medium = MOBILE_NETWORKS.filter((c) => risks[c] === 'MEDIUM');
   if (medium.length) return out('WATCH', `MEDIUM provider risk on ${medium.join(', ')}.`, 'MONITOR');
 
-  const unknown = PROVIDER_CARRIERS.filter((c) => risks[c] !== 'LOW');
+  const unknown = MOBILE_NETWORKS.filter((c) => risks[c] !== 'LOW');
   if (unknown.length) {
     return out('NEEDS_DATA', `Provider risk unknown on ${unknown.map((c) => `${c} (${risks[c].toLowerCase().replace('_', ' ')})`).join(', ')}: unknown is not clean.`,
       'FRESH_CHECK');

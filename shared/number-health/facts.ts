@@ -2,11 +2,11 @@
 // the provider rows, in two queries whatever the batch size (fleet pages and set resolution both use it).
 import type { Db, Tx } from '../db.ts';
 import { evaluateEvidence, NO_READINESS, type Evidence, type EvidenceInput, type LatestObservation, type ReadinessCounts } from './evidence.ts';
-import type { Carrier, Outcome } from './policy.ts';
+import type { TesterNetwork, Outcome } from './policy.ts';
 import { readReputation, type ReputationRow } from './reputation-reader.ts';
 
 export interface ObservationSummary {
-  carrier: Carrier;
+  carrier: TesterNetwork;
   outcome: Outcome;
   observed_label: string;
   observed_at: string;

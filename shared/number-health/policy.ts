@@ -2,20 +2,20 @@
 // dedup rule and the freshness windows. The evidence function, the readiness recount and GET
 // /v1/number-health/policy all read these constants.
 import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../caller-trust/prices.ts';
+import { MOBILE_NETWORKS } from '../mobile-networks.ts';
 
 export const POLICY_VERSION = '2026-11-23';
 
-export const PROVIDER_CARRIERS = ['ATT', 'TMOBILE', 'VERIZON'] as const;
-export type ProviderCarrier = (typeof PROVIDER_CARRIERS)[number];
-export const CARRIERS = ['ATT', 'TMOBILE', 'VERIZON', 'OTHER', 'UNKNOWN'] as const;
-export type Carrier = (typeof CARRIERS)[number];
+/** A spam-test tester's network: one of the mobile networks, or another / unknown one. */
+export const TESTER_NETWORKS = [...MOBILE_NETWORKS, 'OTHER', 'UNKNOWN'] as const;
+export type TesterNetwork = (typeof TESTER_NETWORKS)[number];
 
 export const READINESS = {
   qualifyingHumanCalls: 8,
   consentedTesters: 5,
   activeDays: 4,
   conversationalSeconds: 60,
-  cleanCarriers: PROVIDER_CARRIERS,
+  cleanCarriers: MOBILE_NETWORKS,
   verifiedCallback: true,
   providerRisk: 'LOW',
   noRecentNegativeDisplay: true,

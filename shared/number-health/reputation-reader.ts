@@ -1,12 +1,11 @@
 // Reads the provider evidence that caller trust's reputation provider writes (number_reputation, migration 012).
 // Number Health never writes it and never asks for a paid check.
 import type { Db, Tx } from '../db.ts';
-import type { ProviderCarrier } from './policy.ts';
-import type { RiskLevel } from './evidence.ts';
+import type { MobileNetwork, RiskLevel } from '../mobile-networks.ts';
 
 export interface ReputationRow {
   phone_id: number;
-  carrier: ProviderCarrier;
+  carrier: MobileNetwork;
   risk_level: RiskLevel | null;
   displayed_label: string | null;
   provider: string;

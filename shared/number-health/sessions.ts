@@ -9,7 +9,7 @@
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { ApiError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
-import type { Carrier } from './policy.ts';
+import type { TesterNetwork } from './policy.ts';
 import { activeIdsInState } from './fleet.ts';
 
 export const MODES = ['RAPID_AUDIT', 'HUMAN_READINESS', 'CONNECTIVITY_QA'] as const;
@@ -29,7 +29,7 @@ export const SESSION_MOVES: Record<SessionStatus, readonly SessionStatus[]> = {
 };
 
 export interface SessionInput {
-  tester: { alias: string; phone_number: string; carrier: Carrier; consented: boolean };
+  tester: { alias: string; phone_number: string; carrier: TesterNetwork; consented: boolean };
   mode: Mode;
   scope: { kind: ScopeKind; value?: string };
   compare_alternates?: boolean;
@@ -37,7 +37,7 @@ export interface SessionInput {
 
 export interface SessionRow {
   id: string; organization_id: string; created_by_user_id: string; tester_alias: string; tester_phone: string;
-  tester_carrier: Carrier; tester_consented: boolean; mode: Mode; scope_kind: ScopeKind; scope_value: string | null;
+  tester_carrier: TesterNetwork; tester_consented: boolean; mode: Mode; scope_kind: ScopeKind; scope_value: string | null;
   compare_alternates: boolean; phone_ids: number[]; status: SessionStatus; created_at: Date; updated_at: Date;
 }
 

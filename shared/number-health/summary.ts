@@ -5,11 +5,11 @@
 // is not an AI call, was picked up and lasted at least the conversational duration. The UTC-day dedup: one
 // interaction per (tester, UTC calendar day of the call) counts; more are kept, not counted again.
 import type { Tx } from '../db.ts';
-import { HANDSET_MODES, READINESS, READINESS_MODES, utcDay, type Carrier, type Outcome } from './policy.ts';
+import { HANDSET_MODES, READINESS, READINESS_MODES, utcDay, type TesterNetwork, type Outcome } from './policy.ts';
 import type { ObservationSummary } from './facts.ts';
 
 interface ObservedAttempt {
-  id: string; mode: string; tester_phone: string; tester_carrier: Carrier; tester_consented: boolean;
+  id: string; mode: string; tester_phone: string; tester_carrier: TesterNetwork; tester_consented: boolean;
   call_type: string; picked_up: boolean; duration_seconds: number | null; call_at: Date;
   outcome: Outcome; observed_label: string; callback_verified: boolean;
 }

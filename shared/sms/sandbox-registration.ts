@@ -14,7 +14,7 @@ import type { Campaign, Brand, RegistrationRow, TextingRegistrationProvider, Ver
 export const VETTING_QUEUE = 'texting-vetting';
 export const SANDBOX_VETTING_MS = 3000;
 
-export interface VettingJob { registrationId: string; submittedAt: string; brand: Brand; campaign: Campaign }
+export interface TextingVettingJob { registrationId: string; submittedAt: string; brand: Brand; campaign: Campaign }
 
 export function sandboxVerdict(brand: Brand, campaign: Campaign): Verdict {
   if (brand.ein.replace(/\D/g, '').startsWith('00')) return { status: 'rejected', reason: 'brand_identity_unverified' };
@@ -24,12 +24,12 @@ export function sandboxVerdict(brand: Brand, campaign: Campaign): Verdict {
 
 const queues = new WeakMap<Redis, Map<string, Queue>>();
 
-export function vettingQueue(redis: Redis, prefix: string): Queue<VettingJob> {
+export function vettingQueue(redis: Redis, prefix: string): Queue<TextingVettingJob> {
   let byPrefix = queues.get(redis);
   if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
   let q = byPrefix.get(prefix);
   if (!q) byPrefix.set(prefix, (q = new Queue(VETTING_QUEUE, { connection: redis, prefix })));
-  return q as Queue<VettingJob>;
+  return q as Queue<TextingVettingJob>;
 }
 
 export class SandboxRegistrationProvider implements TextingRegistrationProvider {

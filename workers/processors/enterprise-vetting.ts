@@ -1,11 +1,11 @@
 import { decideVetting } from '../../shared/caller-trust/enterprise/registrations.ts';
-import { ENTERPRISE_VETTING_QUEUE, sandboxVettingDecision, type VettingJob } from '../../shared/caller-trust/enterprise/vetting.ts';
+import { ENTERPRISE_VETTING_QUEUE, sandboxVettingDecision, type EnterpriseVettingJob } from '../../shared/caller-trust/enterprise/vetting.ts';
 import type { Processor } from '../processor.ts';
 
 // The sandbox vetting provider's answer (the job's delay was the vetting time): the registration of that round is
 // APPROVED or REJECTED by the sandbox's EIN rule. A round decided meanwhile (an operator, a resubmission) is left
 // alone, so a late or repeated job changes nothing.
-export const enterpriseVetting: Processor<VettingJob> = {
+export const enterpriseVetting: Processor<EnterpriseVettingJob> = {
   queue: ENTERPRISE_VETTING_QUEUE,
   concurrency: 5,
   async process(job, deps) {

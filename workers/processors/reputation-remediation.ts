@@ -1,5 +1,5 @@
 import { DelayedError } from 'bullmq';
-import { advanceRemediation, isTerminal } from '../../shared/caller-trust/reputation/remediation.ts';
+import { advanceRemediation, isRemediationClosed } from '../../shared/caller-trust/reputation/remediation.ts';
 import { REMEDIATION_QUEUE, type RemediationJob } from '../../shared/caller-trust/reputation/queue.ts';
 import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import type { Processor } from '../processor.ts';
@@ -15,7 +15,7 @@ export const reputationRemediation: Processor<RemediationJob> = {
     const provider = reputationProvider(deps.db, deps.config);
     const row = await advanceRemediation(deps.db, provider, job.data.caseId);
     if (!row) return 'missing';
-    if (isTerminal(row.status)) return row.status;
+    if (isRemediationClosed(row.status)) return row.status;
     await job.moveToDelayed(Date.now() + provider.remediationPollMs, token);
     throw new DelayedError();
   },

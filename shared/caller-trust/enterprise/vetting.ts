@@ -19,7 +19,7 @@ export const ENTERPRISE_VETTING_QUEUE = 'enterprise-vetting';
 /** The sandbox's vetting time before SANDBOX_TIME_SCALE. */
 export const SANDBOX_VETTING_MS = 5000;
 
-export interface VettingJob { registrationId: string; round: number }
+export interface EnterpriseVettingJob { registrationId: string; round: number }
 
 /** The sandbox's rule: an EIN ending in 9 is rejected (with the reasons a real vetting answer carries), any other
  *  EIN is approved. */
@@ -42,7 +42,7 @@ export function sandboxVettingProvider(redis: Redis, config: Pick<Config, 'redis
   return {
     name: 'sandbox',
     async submit(s) {
-      await callerTrustQueue<VettingJob>(redis, config.redisPrefix, ENTERPRISE_VETTING_QUEUE).add('vet',
+      await callerTrustQueue<EnterpriseVettingJob>(redis, config.redisPrefix, ENTERPRISE_VETTING_QUEUE).add('vet',
         { registrationId: s.registrationId, round: s.round },
         delayedJob(`enterprise-${s.registrationId}-r${s.round}`, SANDBOX_VETTING_MS * config.sandboxTimeScale));
     },

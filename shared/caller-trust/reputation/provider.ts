@@ -2,13 +2,10 @@
 // for that carrier, which is never the same as low risk) and the label a handset shows when the number is flagged;
 // and remediation requests it re-evaluates asynchronously. Sandbox (default) and Telnyx adapters implement it.
 
-export const CARRIERS = ['ATT', 'TMOBILE', 'VERIZON'] as const;
-export type Carrier = (typeof CARRIERS)[number];
-export const RISK_LEVELS = ['LOW', 'MEDIUM', 'HIGH'] as const;
-export type RiskLevel = (typeof RISK_LEVELS)[number];
+import type { MobileNetwork, RiskLevel } from '../../mobile-networks.ts';
 
-export interface CarrierEvidence {
-  carrier: Carrier;
+export interface NetworkEvidence {
+  carrier: MobileNetwork;
   /** null: unavailable on this carrier. */
   riskLevel: RiskLevel | null;
   /** What the called party's handset shows (e.g. "Spam Risk"); null when not flagged or unknown. */
@@ -32,7 +29,7 @@ export interface ReputationProvider {
   /** How long to wait between two polls of a remediation request. */
   readonly remediationPollMs: number;
   /** One live lookup of one number on every carrier (always one entry per carrier). */
-  lookup(phoneNumber: string): Promise<CarrierEvidence[]>;
+  lookup(phoneNumber: string): Promise<NetworkEvidence[]>;
   /** Files a re-evaluation request; answers the provider's request id. */
   submitRemediation(r: { phoneNumber: string; kind: RemediationKind; callPurpose: string }): Promise<string>;
   remediationState(providerRef: string, phoneNumber: string): Promise<ProviderRemediationState>;

@@ -28,7 +28,7 @@ export interface RemediationRow {
 const NEXT: Record<RemediationStatus, RemediationStatus[]> = {
   open: ['in_review', 'resolved', 'rejected'], in_review: ['resolved', 'rejected'], resolved: [], rejected: [],
 };
-export const isTerminal = (s: RemediationStatus) => NEXT[s].length === 0;
+export const isRemediationClosed = (s: RemediationStatus) => NEXT[s].length === 0;
 
 /** Fired on every status change of a case, with the case and its previous status. */
 export const REMEDIATION_EVENT = 'reputation.remediation.updated';
@@ -113,7 +113,7 @@ export async function listRemediations(db: Db, organizationId: string, f: { stat
  *  provider where it stands, applies a forward move. Answers the case after the step. */
 export async function advanceRemediation(db: Db, provider: ReputationProvider, caseId: string): Promise<RemediationRow | null> {
   let row = await db.oneOrNone<RemediationRow>('SELECT *, phone_id::int AS phone_id FROM reputation_remediations WHERE id = $1', [caseId]);
-  if (!row || isTerminal(row.status)) return row;
+  if (!row || isRemediationClosed(row.status)) return row;
   if (!row.provider_ref) {
     const ref = await provider.submitRemediation({ phoneNumber: row.phone_number, kind: row.kind, callPurpose: CALL_PURPOSE });
     row = await db.one<RemediationRow>(
@@ -122,7 +122,7 @@ export async function advanceRemediation(db: Db, provider: ReputationProvider, c
   const state = await provider.remediationState(row.provider_ref!, row.phone_number);
   if (state.status === row.status || !NEXT[row.status].includes(state.status)) return row;
   // Every case passes through in_review: a decision seen while still open (a late poll) is applied as two moves.
-  const steps: RemediationStatus[] = row.status === 'open' && isTerminal(state.status) ? ['in_review', state.status] : [state.status];
+  const steps: RemediationStatus[] = row.status === 'open' && isRemediationClosed(state.status) ? ['in_review', state.status] : [state.status];
   // The moves and their events commit together (outbox): reputation.remediation.updated per move.
   const moved = await db.tx('reputation-remediation-move', async (t) => {
     let current: RemediationRow | null = row;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db.ts';
-import type { CarrierEvidence, ProviderRemediationState, RemediationKind, ReputationProvider } from './provider.ts';
+import type { NetworkEvidence, ProviderRemediationState, RemediationKind, ReputationProvider } from './provider.ts';
 
 // The deterministic sandbox provider. By the last digit of the number (docs/reference/reputation.md):
 //   ...7  TMOBILE HIGH "Scam Likely"; ATT and VERIZON LOW
@@ -19,10 +19,10 @@ export const SANDBOX_REMEDIATION_DECIDE_MS = 5000;
 export const SANDBOX_REJECTED_SUFFIX = '77';
 
 /** The sandbox's evidence for a number that no remediation has cleared. */
-export function sandboxEvidence(phoneNumber: string): CarrierEvidence[] {
+export function sandboxEvidence(phoneNumber: string): NetworkEvidence[] {
   const last = phoneNumber.slice(-1);
-  const low = (carrier: CarrierEvidence['carrier']): CarrierEvidence => ({ carrier, riskLevel: 'LOW', displayedLabel: null });
-  const none = (carrier: CarrierEvidence['carrier']): CarrierEvidence => ({ carrier, riskLevel: null, displayedLabel: null });
+  const low = (carrier: NetworkEvidence['carrier']): NetworkEvidence => ({ carrier, riskLevel: 'LOW', displayedLabel: null });
+  const none = (carrier: NetworkEvidence['carrier']): NetworkEvidence => ({ carrier, riskLevel: null, displayedLabel: null });
   switch (last) {
     case '7': return [low('ATT'), { carrier: 'TMOBILE', riskLevel: 'HIGH', displayedLabel: 'Scam Likely' }, low('VERIZON')];
     case '8': return [{ carrier: 'ATT', riskLevel: 'MEDIUM', displayedLabel: 'Spam Risk' }, low('TMOBILE'),
@@ -45,7 +45,7 @@ export class SandboxReputationProvider implements ReputationProvider {
     this.remediationPollMs = Math.max(10, Math.round(1000 * timeScale));
   }
 
-  async lookup(phoneNumber: string): Promise<CarrierEvidence[]> {
+  async lookup(phoneNumber: string): Promise<NetworkEvidence[]> {
     await new Promise((r) => setTimeout(r, SANDBOX_LOOKUP_MS * this.timeScale));
     const evidence = sandboxEvidence(phoneNumber);
     if (!evidence.some((e) => e.riskLevel === 'MEDIUM' || e.riskLevel === 'HIGH')) return evidence;

@@ -2,14 +2,15 @@ import type { Db, Tx } from '../../db.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { keysetClause, type PageParams } from '../../pagination.ts';
 import { isE164 } from '../../phone/e164.ts';
-import { CARRIERS, isFlagged, type Carrier, type CarrierEvidence, type RiskLevel } from './provider.ts';
+import { MOBILE_NETWORKS, type MobileNetwork, type RiskLevel } from '../../mobile-networks.ts';
+import { isFlagged, type NetworkEvidence } from './provider.ts';
 
 // The cached evidence (number_reputation, one row per number and carrier; Number Health reads the same rows): read
 // one number's, list the organization's with filters, write a refresh.
 
 export interface OwnedNumber { id: number; phone_number: string; organization_id: string; reputation_enrolled_at: Date | null }
 
-interface EvidenceRow { phone_id: number; carrier: Carrier; risk_level: RiskLevel | null; displayed_label: string | null; provider: string; checked_at: Date }
+interface EvidenceRow { phone_id: number; carrier: MobileNetwork; risk_level: RiskLevel | null; displayed_label: string | null; provider: string; checked_at: Date }
 
 /** A held (not released) number of the organization by its E.164 form; 400 when it is not E.164, 404 when not owned. */
 export async function ownedNumber(db: Db | Tx, organizationId: string, phone: string, field = 'phone'): Promise<OwnedNumber> {
@@ -36,7 +37,7 @@ export async function readEvidence(db: Db | Tx, phoneIds: number[]): Promise<Map
 }
 
 /** Writes one lookup's evidence for every carrier (inside the transaction that completes the lookup). */
-export async function writeEvidence(tx: Tx, n: OwnedNumber, evidence: CarrierEvidence[], provider: string): Promise<void> {
+export async function writeEvidence(tx: Tx, n: OwnedNumber, evidence: NetworkEvidence[], provider: string): Promise<void> {
   for (const e of evidence) {
     await tx.none(
       `INSERT INTO number_reputation (phone_id, carrier, organization_id, risk_level, displayed_label, provider, checked_at)
@@ -49,12 +50,12 @@ export async function writeEvidence(tx: Tx, n: OwnedNumber, evidence: CarrierEvi
 
 /** The API shape of one number's evidence. */
 export function reputationView(n: Pick<OwnedNumber, 'id' | 'phone_number' | 'reputation_enrolled_at'>, rows: EvidenceRow[], freshnessMs: number, now = Date.now()) {
-  const carriers = {} as Record<Carrier, { risk_level: RiskLevel | null; displayed_label: string | null; checked_at: string | null }>;
-  for (const c of CARRIERS) {
+  const carriers = {} as Record<MobileNetwork, { risk_level: RiskLevel | null; displayed_label: string | null; checked_at: string | null }>;
+  for (const c of MOBILE_NETWORKS) {
     const r = rows.find((x) => x.carrier === c);
     carriers[c] = { risk_level: r?.risk_level ?? null, displayed_label: r?.displayed_label ?? null, checked_at: r ? r.checked_at.toISOString() : null };
   }
-  const oldest = rows.length === CARRIERS.length ? Math.min(...rows.map((r) => r.checked_at.getTime())) : null;
+  const oldest = rows.length === MOBILE_NETWORKS.length ? Math.min(...rows.map((r) => r.checked_at.getTime())) : null;
   return {
     phone_number: n.phone_number,
     phone_id: n.id,
@@ -67,7 +68,7 @@ export function reputationView(n: Pick<OwnedNumber, 'id' | 'phone_number' | 'rep
   };
 }
 
-export interface ReputationFilters { risk_level?: RiskLevel | 'UNAVAILABLE'; carrier?: Carrier; stale?: boolean; flagged?: boolean }
+export interface ReputationFilters { risk_level?: RiskLevel | 'UNAVAILABLE'; carrier?: MobileNetwork; stale?: boolean; flagged?: boolean }
 
 /** A page of the organization's held numbers (by phone id) with their evidence, filtered. */
 export async function listReputation(db: Db, organizationId: string, f: ReputationFilters, freshnessMs: number, p: PageParams) {
@@ -78,7 +79,7 @@ export async function listReputation(db: Db, organizationId: string, f: Reputati
     // A carrier with no answer: a NULL risk level, or no row at all yet.
     where.push(f.carrier
       ? `NOT EXISTS (SELECT 1 FROM number_reputation r WHERE r.phone_id = p.id AND r.risk_level IS NOT NULL${carrierCond})`
-      : `(SELECT count(r.risk_level) FROM number_reputation r WHERE r.phone_id = p.id) < ${CARRIERS.length}`);
+      : `(SELECT count(r.risk_level) FROM number_reputation r WHERE r.phone_id = p.id) < ${MOBILE_NETWORKS.length}`);
   } else if (f.risk_level) {
     where.push(`EXISTS (SELECT 1 FROM number_reputation r WHERE r.phone_id = p.id AND r.risk_level = $${values.push(f.risk_level)}${carrierCond})`);
   } else if (f.carrier) {
@@ -88,7 +89,7 @@ export async function listReputation(db: Db, organizationId: string, f: Reputati
     where.push(`${f.flagged ? '' : 'NOT '}EXISTS (SELECT 1 FROM number_reputation r WHERE r.phone_id = p.id AND r.risk_level IN ('MEDIUM', 'HIGH'))`);
   }
   if (f.stale !== undefined) {
-    const staleSql = `(SELECT count(*) < ${CARRIERS.length} OR min(r.checked_at) < now() - make_interval(secs => $${values.push(freshnessMs / 1000)})
+    const staleSql = `(SELECT count(*) < ${MOBILE_NETWORKS.length} OR min(r.checked_at) < now() - make_interval(secs => $${values.push(freshnessMs / 1000)})
                         FROM number_reputation r WHERE r.phone_id = p.id)`;
     where.push(f.stale ? staleSql : `NOT ${staleSql}`);
   }

@@ -1,6 +1,7 @@
 import type { TelnyxReputationSettings } from '../../config.ts';
-import { CARRIERS, ProviderError, RISK_LEVELS, type CarrierEvidence, type ProviderRemediationState, type RemediationKind,
-  type ReputationProvider, type RiskLevel } from './provider.ts';
+import { MOBILE_NETWORKS, RISK_LEVELS, type RiskLevel } from '../../mobile-networks.ts';
+import { ProviderError, type NetworkEvidence, type ProviderRemediationState, type RemediationKind,
+  type ReputationProvider } from './provider.ts';
 
 // The Telnyx Number Reputation adapter (REPUTATION_PROVIDER=telnyx). Telnyx's reputation feed is Hiya's, AT&T's
 // spam-analytics engine, and answers one overall spam_risk per number; it is mapped to ATT, and TMOBILE and VERIZON
@@ -36,12 +37,12 @@ interface TelnyxRemediation {
 export const telnyxSettings = (s: TelnyxReputationSettings): TelnyxSettings => ({ ...s, attempts: 3, backoffMs: 500 });
 
 /** Maps Telnyx's answer to per-carrier evidence (exported for the unit tests of recorded responses). */
-export function telnyxEvidence(body: TelnyxNumber): CarrierEvidence[] {
+export function telnyxEvidence(body: TelnyxNumber): NetworkEvidence[] {
   const data = body.data?.reputation_data ?? null;
   const risk = typeof data?.spam_risk === 'string' ? data.spam_risk.toUpperCase() : null;
   const level = (RISK_LEVELS as readonly string[]).includes(risk ?? '') ? risk as RiskLevel : null;
   const flagged = level === 'MEDIUM' || level === 'HIGH';
-  return CARRIERS.map((carrier) => carrier === 'ATT'
+  return MOBILE_NETWORKS.map((carrier) => carrier === 'ATT'
     ? { carrier, riskLevel: level, displayedLabel: flagged ? (data?.spam_category || DEFAULT_LABEL) : null }
     : { carrier, riskLevel: null, displayedLabel: null });
 }
@@ -73,7 +74,7 @@ export class TelnyxReputationProvider implements ReputationProvider {
     return `${this.s.baseUrl}/enterprises/${encodeURIComponent(this.s.enterpriseId)}/reputation/${rest}`;
   }
 
-  async lookup(phoneNumber: string): Promise<CarrierEvidence[]> {
+  async lookup(phoneNumber: string): Promise<NetworkEvidence[]> {
     return telnyxEvidence(await this.call<TelnyxNumber>('GET', this.enterprisePath(`numbers/${encodeURIComponent(phoneNumber)}?fresh=true`)));
   }
 
