@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../shared/log.ts';
 import { Cursors } from '../shared/pagination.ts';
 import { createRedis, keyer, type Redis } from '../shared/redis.ts';
 import { buildOpenApi } from './http/openapi.ts';
+import { listenUrl } from './http/public-url.ts';
 import { HttpGateway } from './http/server.ts';
 import type { Plugin } from './http/types.ts';
 import { accountRoutes } from './routes/account.ts';
@@ -91,13 +92,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       return { status: ok ? 200 : 503, contentType: 'application/json', body: JSON.stringify({ status: ok ? 'ready' : 'not_ready', postgres: pg, redis: rd }) };
     })
     .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
-    .addRaw('GET', '/v1/openapi.json', (req) => ({
+    .addRaw('GET', '/v1/openapi.json', () => ({
       status: 200, contentType: 'application/json',
-      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl(req.headers),
+      body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl,
         [...OPTIMIZE_PUBLIC_DOCS, ...(config.livekit ? [LIVEKIT_WEBHOOK_DOC] : [])])),
     }))
-    .addRaw('GET', '/.well-known/oauth-protected-resource', (req) => {
-      const base = gateway.baseUrl(req.headers);
+    .addRaw('GET', '/.well-known/oauth-protected-resource', () => {
+      const base = gateway.baseUrl;
       return {
         status: 200, contentType: 'application/json',
         body: JSON.stringify({
@@ -125,8 +126,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   const accountWatch = await watchAccountChanges(db, redis, base.key, log);
   const port = await gateway.listen(config.port, config.host);
+  if (!config.publicUrl) {
+    log.warn({ base_url: gateway.baseUrl }, `PUBLIC_URL is unset: links and WWW-Authenticate name the listen address ${gateway.baseUrl}`);
+  }
   return {
-    port, url: `http://${config.host}:${port}`, gateway, db, redis,
+    port, url: listenUrl(config.host, port), gateway, db, redis,
     close: async () => {
       await gateway.close();
       await accountWatch.stop();

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
+import { listenUrl } from '../gateway/http/public-url.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
@@ -80,7 +81,9 @@ async function main(): Promise<void> {
           out.write(prefix + line + '\n');
           if (!announced && e.name === 'gateway' && line.includes('"status":"ready"')) {
             announced = true;
-            say(`gateway ready at http://${config.host}:${config.port}  (try: curl -H "Authorization: Bearer <key>" http://${config.host}:${config.port}/v1/account)`);
+            const url = listenUrl(config.host, config.port);
+            say(`gateway ready at ${url}  (try: curl -H "Authorization: Bearer <key>" ${url}/v1/account)`);
+            if (!config.publicUrl) say(`PUBLIC_URL is unset: links and WWW-Authenticate name ${url}; set it to the URL clients use`);
           }
         }
       });

@@ -71,7 +71,7 @@ export interface Config {
   mediaPort: number;
   workersPort: number;
   host: string;
-  /** Public base URL, used in WWW-Authenticate and Link headers; derived from Host when unset. */
+  /** Public base URL, used in WWW-Authenticate, Link and every absolute URL; unset: the listen address (never Host). */
   publicUrl: string | null;
   logLevel: string;
   /** How long an idempotency claim of a request in progress lasts (a crashed gateway's claim lapses after it). */

@@ -209,9 +209,9 @@ export class HttpGateway {
     });
   }
 
-  /** PUBLIC_URL, else the request's Host when it is a valid host[:port], else the listen address. */
-  baseUrl(headers: Record<string, string>): string {
-    return publicBaseUrl(this.deps.config, headers, this.listenPort);
+  /** PUBLIC_URL, else the listen address; never anything from a request (see public-url.ts). */
+  get baseUrl(): string {
+    return publicBaseUrl(this.deps.config, this.listenPort);
   }
 
   /** The request pipeline: match, body, authenticate, rate-limit, scope, validate, idempotency, handler. */
@@ -317,7 +317,7 @@ export class HttpGateway {
       file?.release();
       file = undefined;
       const r = serialize(errorReply(err, this.deps.log, requestId));
-      if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl(inc.headers));
+      if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl);
       Object.assign(headers, r.headers);
       status = r.status;
       body = r.body;
@@ -348,6 +348,6 @@ class HandlerContext {
     return (tx: Tx, result: T) => claim.recordInTx(tx, serialize(reply(result)));
   }
 
-  get baseUrl(): string { return this.gateway.baseUrl(this.headers); }
+  get baseUrl(): string { return this.gateway.baseUrl; }
 }
 

@@ -61,7 +61,7 @@ export interface Ctx<B, Q, P> {
   headers: Record<string, string>;
   /** The peer address of the connection (the socket's, not a forwarded claim), e.g. for signature audit trails. */
   readonly clientAddress: string;
-  /** Public base URL of this API (PUBLIC_URL or the request's Host), for absolute links in responses. */
+  /** Public base URL of this API (PUBLIC_URL, else the listen address; never the request's Host), for absolute links. */
   readonly baseUrl: string;
   /** For a request with an Idempotency-Key: the hook that writes its durable idempotency record, to be run inside
    *  the transaction of the handler's effect (pass it to the shared function that owns that transaction), given

@@ -446,7 +446,7 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
       await markVerified(db, config.propertyId);
       config.verified = true;
     }
-    const js = tagScript(config, k, `${gateway.baseUrl(req.headers)}/v1/optimize/collect`, BOT_USER_AGENT);
+    const js = tagScript(config, k, `${gateway.baseUrl}/v1/optimize/collect`, BOT_USER_AGENT);
     // A short max-age: a started, paused or shipped test reaches pages within a minute; the ETag makes revalidation cheap.
     const a = asset(Buffer.from(js), 'application/javascript; charset=utf-8', { ...cors, 'cache-control': 'public, max-age=60' });
     return serve(a, req.headers);

@@ -41,6 +41,9 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
     await eventually(async () => out.includes('gateway ready at'), 60_000, 100);
     const key = /API key \(shown once, store it now\): (olk_\S+)/.exec(out)?.[1];
     t.ok(key, 'first run prints a key');
+    t.match(out, `[start] gateway ready at http://127.0.0.1:${base}  (try:`);
+    t.match(out, `[start] PUBLIC_URL is unset: links and WWW-Authenticate name http://127.0.0.1:${base}; set it`,
+      'says which base URL links use when PUBLIC_URL is unset');
     for (const proc of ['gateway', 'signaling', 'media', 'workers']) {
       await eventually(async () => new RegExp(`${proc}\\s+\\| .*"status":"ready"`).test(out), 30_000, 100);
     }
