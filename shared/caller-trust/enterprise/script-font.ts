@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { inflateSync } from 'node:zlib';
 import fontkit from '@pdf-lib/fontkit';
 import type { PDFDocument, PDFFont, PDFPage, RGB } from 'pdf-lib';
 
@@ -19,12 +20,46 @@ const files = new Map<Subset, SubsetFile>();
 function subsetFile(subset: Subset): SubsetFile {
   let f = files.get(subset);
   if (!f) {
-    const bytes = readFileSync(require.resolve(`@fontsource/dancing-script/files/dancing-script-${subset}-400-normal.woff`));
+    const bytes = woffToSfnt(readFileSync(require.resolve(`@fontsource/dancing-script/files/dancing-script-${subset}-400-normal.woff`)));
     const font = fontkit.create(bytes);
     f = { bytes, font, chars: new Set(font.characterSet) };
     files.set(subset, f);
   }
   return f;
+}
+
+/** A WOFF 1.0 file as the plain TrueType (sfnt) font it wraps: each table inflated once. fontkit reads a WOFF's
+ *  tables compressed and inflates one (in JavaScript) on every access, many times per subset it writes. WOFF layout:
+ *  a 44-byte header (flavor at 4, numTables at 12), then 20-byte entries (tag, offset, compLength, origLength,
+ *  checksum), sorted by tag as sfnt wants; a table is stored raw when compLength equals origLength. */
+export function woffToSfnt(woff: Buffer): Buffer {
+  if (woff.toString('latin1', 0, 4) !== 'wOFF') throw new Error('not a WOFF 1.0 font');
+  const n = woff.readUInt16BE(12);
+  const tables = Array.from({ length: n }, (_, i) => {
+    const e = 44 + i * 20;
+    const [offset, compLength, origLength] = [woff.readUInt32BE(e + 4), woff.readUInt32BE(e + 8), woff.readUInt32BE(e + 12)];
+    const stored = woff.subarray(offset, offset + compLength);
+    return { tag: woff.readUInt32BE(e), checksum: woff.readUInt32BE(e + 16), data: compLength < origLength ? inflateSync(stored) : stored };
+  });
+  const pad4 = (x: number) => (x + 3) & ~3;
+  const header = 12 + 16 * n;
+  const out = Buffer.alloc(tables.reduce((size, t) => size + pad4(t.data.length), header));
+  const log2 = Math.floor(Math.log2(n));
+  out.writeUInt32BE(woff.readUInt32BE(4), 0);
+  out.writeUInt16BE(n, 4);
+  out.writeUInt16BE(2 ** log2 * 16, 6);
+  out.writeUInt16BE(log2, 8);
+  out.writeUInt16BE(n * 16 - 2 ** log2 * 16, 10);
+  let at = header;
+  tables.forEach((t, i) => {
+    out.writeUInt32BE(t.tag, 12 + i * 16);
+    out.writeUInt32BE(t.checksum, 16 + i * 16);
+    out.writeUInt32BE(at, 20 + i * 16);
+    out.writeUInt32BE(t.data.length, 24 + i * 16);
+    t.data.copy(out, at);
+    at += pad4(t.data.length);
+  });
+  return out;
 }
 
 /** fontkit for pdf-lib, answering the already parsed font for our files: pdf-lib parses the bytes it embeds on every
