@@ -19,9 +19,11 @@ const details: BusinessDetails = {
   phone_numbers: Array.from({ length: 25 }, (_, i) => `+1512555${String(1000 + i)}`),
 };
 const drawn = await sharp({ create: { width: 400, height: 100, channels: 4, background: { r: 10, g: 20, b: 90, alpha: 1 } } }).png().toBuffer();
+const provider = { name: 'Example Telecom, Inc.', address: '100 Main Street, Suite 5, Austin, TX 78701, USA' };
 const signer = (signature: SignatureInput['signature']): SignatureInput => ({
-  signerName: 'Dana Ruiz', signerTitle: 'Chief Executive Officer', signature, signedAt: new Date(), clientAddress: '203.0.113.7',
-  forwardedFor: null, registrationId: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70',
+  signerName: 'Dana Ruiz', signerTitle: 'Chief Executive Officer', signerEmail: 'dana@acmedental.example', signature,
+  signedAt: new Date(), clientAddress: '203.0.113.7', forwardedFor: null, registrationId: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70',
+  signedBy: { credential: 'api_key', keyId: '0193a4c2-0000-7000-8000-000000000001', keyPrefix: 'ol_live_ab12', userId: null, userEmail: null },
 });
 
 const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]; };
@@ -38,8 +40,8 @@ async function measure(label: string, fn: () => Promise<unknown>): Promise<numbe
   return ms;
 }
 
-const unsigned = await renderUnsignedLoa('0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', details, new Date());
-const gen = await measure('generate (unsigned)', () => renderUnsignedLoa('0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', details, new Date()));
+const unsigned = await renderUnsignedLoa('0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', details, provider, new Date());
+const gen = await measure('generate (unsigned)', () => renderUnsignedLoa('0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', details, provider, new Date()));
 const typed = await measure('sign, typed signature', () => renderSignedLoa(unsigned, signer({ kind: 'typed', text: 'Dana Ruiz' })));
 const drawnMs = await measure('sign, drawn PNG signature', () => renderSignedLoa(unsigned, signer({ kind: 'drawn', png: drawn })));
 const ratio = pct(typed, 50) / pct(gen, 50);

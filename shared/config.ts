@@ -61,6 +61,14 @@ export interface OptimizeSettings {
   rollupMs: number;
 }
 
+/** Who the Letter of Authorization authorizes: the operator of this platform, as a legal person. */
+export interface PlatformLegalSettings {
+  /** PLATFORM_LEGAL_NAME, e.g. "Example Telecom, Inc." */
+  name: string;
+  /** PLATFORM_LEGAL_ADDRESS, one line, e.g. "100 Main Street, Suite 5, Austin, TX 78701, USA". */
+  address: string;
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -107,6 +115,8 @@ export interface Config {
   /** Key pair room tokens are signed with (LIVEKIT_API_KEY / LIVEKIT_API_SECRET); null: a sandbox pair from the database. */
   roomTokenKey: { apiKey: string; apiSecret: string } | null;
   // --- Areas ---
+  /** PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS; null when neither is set (no LOA can then be generated). */
+  platformLegal: PlatformLegalSettings | null;
   reputation: ReputationSettings;
   cnam: CnamSettings;
   sms: SmsSettings;
@@ -183,6 +193,21 @@ function reputationSettings(env: NodeJS.ProcessEnv): ReputationSettings {
   };
 }
 
+/** PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS: both or neither (a letter naming the platform without where it is,
+ *  or the reverse, is no use); printable text of bounded length. */
+function platformLegalSettings(env: NodeJS.ProcessEnv): PlatformLegalSettings | null {
+  const name = env.PLATFORM_LEGAL_NAME?.trim() ?? '';
+  const address = env.PLATFORM_LEGAL_ADDRESS?.trim() ?? '';
+  if (!name && !address) return null;
+  if (!name) throw new Error('PLATFORM_LEGAL_ADDRESS is set but PLATFORM_LEGAL_NAME is not: set both (the Letter of Authorization names them)');
+  if (!address) throw new Error('PLATFORM_LEGAL_NAME is set but PLATFORM_LEGAL_ADDRESS is not: set both (the Letter of Authorization names them)');
+  for (const [n, v, max] of [['PLATFORM_LEGAL_NAME', name, 200], ['PLATFORM_LEGAL_ADDRESS', address, 300]] as const) {
+    if (v.length > max) throw new Error(`${n} must be at most ${max} characters, got ${v.length}`);
+    if (/[\u0000-\u001f\u007f]/.test(v)) throw new Error(`${n} must be one line of text (no control characters or line breaks)`);
+  }
+  return { name, address };
+}
+
 /** TELNYX_API_URL: the base of Telnyx's v2 API both adapters append their paths to (default
  *  https://api.telnyx.com/v2; tests point it at a local double). */
 const telnyxApiUrl = (env: NodeJS.ProcessEnv) => (env.TELNYX_API_URL || 'https://api.telnyx.com/v2').replace(/\/+$/, '');
@@ -232,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ticketCleanupSeconds: int('TICKET_CLEANUP_SECONDS', 300, env) || 300,
     signalingPublicUrl: env.SIGNALING_PUBLIC_URL ? env.SIGNALING_PUBLIC_URL : null,
     roomTokenKey: env.LIVEKIT_API_KEY && env.LIVEKIT_API_SECRET ? { apiKey: env.LIVEKIT_API_KEY, apiSecret: env.LIVEKIT_API_SECRET } : null,
+    platformLegal: platformLegalSettings(env),
     reputation: reputationSettings(env),
     cnam: cnamSettings(env),
     sms: { numberRatePerSecond: positive('SMS_NUMBER_RATE_PER_SECOND', 1, env) },

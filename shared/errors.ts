@@ -100,7 +100,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   rate_limited: 'Too many requests for this key in the current one-minute window; retry after Retry-After seconds.',
   internal_error: 'An unexpected server error; safe to retry with the same Idempotency-Key.',
   service_unavailable: 'The gateway is at a capacity limit (for example recordings already streaming); retry after '
-    + 'Retry-After seconds.',
+    + 'Retry-After seconds. Without Retry-After: a feature this platform does not offer as configured (the message says '
+    + 'which, e.g. an LOA before the operator set PLATFORM_LEGAL_NAME).',
   destination_missing: 'No destination (to_number) was given.',
   destination_invalid: 'The destination is not a valid, dialable E.164 number.',
   no_active_number: 'The caller ID (from_number) is not an active number of the organization (for example still '

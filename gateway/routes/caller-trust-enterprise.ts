@@ -115,6 +115,7 @@ const ok = (ctx: { baseUrl: string }, status = 200) => (r: RegistrationRow): Rep
 const signFields = {
   signer_name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person signing for the business.' }),
   signer_title: Type.String({ minLength: 1, maxLength: 120, description: 'Their title.' }),
+  signer_email: Type.String({ format: 'email', maxLength: 254, description: 'Their e-mail address (printed in the signature block and the audit trail).' }),
   typed_signature: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'A typed signature (usually the signer\'s name), rendered in a script face. Give this or drawn_signature_png.' })),
   drawn_signature_png: Type.Optional(Type.String({ minLength: 8, maxLength: Math.ceil(DRAWN_SIGNATURE_MAX_BYTES / 3) * 4 + 4, description: `A drawn signature: a PNG (base64, at most ${DRAWN_SIGNATURE_MAX_BYTES / 1024} KiB, at most 4 megapixels), decoded and re-encoded before it is placed. Give this or typed_signature.` })),
   consent: Type.Literal(true, { description: 'Must be true: the signer consents to sign electronically and to be bound by the LOA.' }),
@@ -124,9 +125,14 @@ const ResignBody = Type.Object({
   ...signFields,
   changes: Type.Optional(partialDetails('Corrections to the business details, applied before the new LOA is generated and signed (the fixes vetting asked for).')),
 }, { additionalProperties: false });
-const SIGN_EXAMPLE = { signer_name: 'Dana Ruiz', signer_title: 'Chief Executive Officer', typed_signature: 'Dana Ruiz', consent: true };
+const SIGN_EXAMPLE = { signer_name: 'Dana Ruiz', signer_title: 'Chief Executive Officer', signer_email: 'dana@acmedental.example',
+  typed_signature: 'Dana Ruiz', consent: true };
 
-type SignBodyT = { signer_name: string; signer_title: string; typed_signature?: string; drawn_signature_png?: string; consent: true };
+type SignBodyT = { signer_name: string; signer_title: string; signer_email: string; typed_signature?: string; drawn_signature_png?: string; consent: true };
+
+/** The credential behind a request, for the LOA's audit trail. */
+const signedBy = (ctx: Ctx<unknown, unknown, unknown>): Signing['signedBy'] =>
+  ({ credential: ctx.principal.kind, keyId: ctx.principal.keyId, userId: ctx.principal.userId });
 
 /** The signature of a sign request: exactly one of typed or drawn; a drawn one is decoded as PNG for real. */
 async function signing(ctx: Ctx<SignBodyT, unknown, unknown>): Promise<Signing> {
@@ -135,8 +141,8 @@ async function signing(ctx: Ctx<SignBodyT, unknown, unknown>): Promise<Signing> 
   if ((b.typed_signature === undefined) === (b.drawn_signature_png === undefined)) {
     throw validationError(b.typed_signature === undefined ? { typed_signature: both, drawn_signature_png: both } : { drawn_signature_png: both });
   }
-  const meta = { signerName: b.signer_name, signerTitle: b.signer_title, clientAddress: ctx.clientAddress,
-    forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null };
+  const meta = { signerName: b.signer_name, signerTitle: b.signer_title, signerEmail: b.signer_email, clientAddress: ctx.clientAddress,
+    forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null, signedBy: signedBy(ctx) };
   if (b.typed_signature !== undefined) {
     if (!b.typed_signature.trim()) throw validationError({ typed_signature: 'must not be blank' });
     return { ...meta, signature: { kind: 'typed', text: b.typed_signature.trim() } };
@@ -211,22 +217,25 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
     routes.add({
       method: 'POST', path: `${base}/generate-loa`, scope: 'caller_trust:write', tag: 'Enterprise Registration',
       summary: withId ? 'Generate the LOA of an enterprise registration' : 'Generate the LOA of the primary enterprise registration',
-      description: `Generates the Letter of Authorization PDF of ${pinned(withId)} from its current business details: the `
-        + 'business, the numbers it covers, the authorization text and a signature page. loa.unsigned.url is where to '
-        + 'download it (application/pdf) for review or hand signing; a new call replaces it. DRAFT or REJECTED only.',
+      description: `Generates the Letter of Authorization PDF of ${pinned(withId)} from its current business details: a `
+        + 'letter from the business to the platform operator it authorizes (named by the operator\'s PLATFORM_LEGAL_NAME '
+        + 'and PLATFORM_LEGAL_ADDRESS), the numbers it covers and a signature page; every page is numbered and names the '
+        + 'registration. loa.unsigned.url is where to download it (application/pdf) for review or hand signing; a new '
+        + 'call replaces it. DRAFT or REJECTED only. service_unavailable when the operator has not set those settings.',
       examples: { response: { data: { ...EXAMPLE, loa: { unsigned: loaExample('unsigned'), signed: null, signature_method: null } } } },
-      ...params, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
-      handler: async (ctx) => ok(ctx)(await generateLoa(ctx.deps.db, ctx.principal.organizationId, id(ctx), ctx.idempotent(ok(ctx)))),
+      ...params, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS, 'service_unavailable'],
+      handler: async (ctx) => ok(ctx)(await generateLoa(ctx.deps, ctx.principal.organizationId, id(ctx), ctx.idempotent(ok(ctx)))),
     });
     routes.add({
       method: 'POST', path: `${base}/sign-and-submit`, scope: 'caller_trust:write', tag: 'Enterprise Registration',
       summary: withId ? 'Sign the LOA and submit an enterprise registration' : 'Sign the LOA and submit the primary enterprise registration',
       description: `Signs the LOA of ${pinned(withId)} (a DRAFT) in the app and moves it to PENDING_VETTING: the letter last `
-        + 'generated (or a new one) gets the signature (typed, or a drawn PNG), the signer\'s name and title and the date '
-        + 'in its signature block, and an audit-trail page: signed at, signer, client address and the SHA-256 of the '
-        + 'unsigned document. consent must be true. Fires enterprise.status.updated; vetting decides later.',
+        + 'generated (or a new one) gets the signature (typed, drawn in a script face, or a drawn PNG), the signer\'s name, '
+        + 'title, email and the date in its signature block, and an audit-trail page: signed at, signer and email, the API '
+        + 'key (and its user) that signed, client address and the SHA-256 of the unsigned document. consent must be true. '
+        + 'Fires enterprise.status.updated; vetting decides later. service_unavailable as for generate-loa.',
       examples: { request: SIGN_EXAMPLE, response: { data: PENDING_EXAMPLE } },
-      ...params, body: SignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+      ...params, body: SignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS, 'service_unavailable'],
       handler: async (ctx) => {
         const s = await signing(ctx as Ctx<SignBodyT, unknown, unknown>);
         return ok(ctx)(await signAndSubmit(ctx.deps, ctx.principal.organizationId, id(ctx), 'sign_and_submit', s, undefined, ctx.idempotent(ok(ctx))));
@@ -249,7 +258,8 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
         if (!pdf) throw validationError({ signed_loa_pdf: 'must be base64' });
         if (pdf.length > SIGNED_LOA_MAX_BYTES) throw validationError({ signed_loa_pdf: `exceeds ${SIGNED_LOA_MAX_BYTES} bytes` });
         if ((await pdfPageCount(pdf)) < 1) throw validationError({ signed_loa_pdf: 'is not a PDF (it does not open as one, or has no page)' });
-        const meta = { clientAddress: ctx.clientAddress, forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null };
+        const meta = { clientAddress: ctx.clientAddress, forwardedFor: ctx.headers['x-forwarded-for']?.slice(0, 200) ?? null,
+          signedBy: signedBy(ctx as Ctx<unknown, unknown, unknown>) };
         return ok(ctx)(await submitSignedLoa(ctx.deps, ctx.principal.organizationId, id(ctx), pdf, meta, ctx.idempotent(ok(ctx))));
       },
     });
@@ -262,7 +272,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
       + 'as sign-and-submit does and moves it back to PENDING_VETTING (a new vetting round; rejection_reasons are '
       + 'cleared). Any other status: enterprise_status_conflict. Fires enterprise.status.updated.',
     examples: { request: { ...SIGN_EXAMPLE, changes: { ein: '74-1234568' } }, response: { data: { ...PENDING_EXAMPLE, ein: '74-1234568' } } },
-    params: IdParams, body: ResignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS],
+    params: IdParams, body: ResignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS, 'service_unavailable'],
     handler: async (ctx) => {
       const s = await signing(ctx as unknown as Ctx<SignBodyT, unknown, unknown>);
       return ok(ctx)(await signAndSubmit(ctx.deps, ctx.principal.organizationId, ctx.params.id, 'resign', s,

@@ -17,18 +17,31 @@ export function registrationBody(numbers: string[], over: Record<string, unknown
   };
 }
 
-export const SIGN = { signer_name: 'Dana Ruiz', signer_title: 'Chief Executive Officer', typed_signature: 'Dana Q. Ruiz', consent: true };
+export const SIGN = { signer_name: 'Dana Ruiz', signer_title: 'Chief Executive Officer', signer_email: 'dana.ruiz@acmedental.example',
+  typed_signature: 'Dana Q. Ruiz', consent: true };
 
-/** The text of a PDF as pdftotext (poppler-utils) reads it, with runs of spaces collapsed. */
-export async function pdfText(pdf: Buffer): Promise<string> {
+/** Runs a poppler-utils tool on a PDF (written to a temporary file); its stdout. */
+async function poppler(tool: string, args: string[], pdf: Buffer): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'loa-'));
   try {
     await writeFile(join(dir, 'in.pdf'), pdf);
-    const { stdout } = await promisify(execFile)('pdftotext', ['-layout', join(dir, 'in.pdf'), '-']);
-    return stdout.replace(/[ \t]+/g, ' ');
+    return (await promisify(execFile)(tool, [...args, join(dir, 'in.pdf'), ...(tool === 'pdftotext' ? ['-'] : [])])).stdout;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The text of a PDF (or of its page `page`, from 1) as pdftotext reads it, with runs of spaces collapsed. */
+export async function pdfText(pdf: Buffer, page?: number): Promise<string> {
+  const range = page === undefined ? [] : ['-f', String(page), '-l', String(page)];
+  return (await poppler('pdftotext', ['-layout', ...range], pdf)).replace(/[ \t]+/g, ' ');
+}
+
+/** The fonts of a PDF as pdffonts lists them: name and whether it is embedded. */
+export async function pdfFonts(pdf: Buffer): Promise<{ name: string; embedded: boolean }[]> {
+  const lines = (await poppler('pdffonts', [], pdf)).split('\n').slice(2).filter((l) => l.trim());
+  // Columns: name, type (may contain spaces), encoding, emb, sub, uni, object id: read emb from the right.
+  return lines.map((l) => { const c = l.trim().split(/\s+/); return { name: c[0], embedded: c[c.length - 5] === 'yes' }; });
 }
 
 /** Creates a registration for the organization's numbers; returns its id. */

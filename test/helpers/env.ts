@@ -129,6 +129,8 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     // Small pools: test files run two at a time, each with several processes, on one PostgreSQL (max_connections 100).
     DATABASE_POOL_MAX: '5',
+    // Who Letters of Authorization authorize (generate-loa and signing answer 503 without it).
+    PLATFORM_LEGAL_NAME: 'Openline Test Telecom, Inc.', PLATFORM_LEGAL_ADDRESS: '1 Test Plaza, Suite 9, Austin, TX 78701, USA',
     ...o.env,
   };
   const config = loadConfig({ ...process.env, ...env });

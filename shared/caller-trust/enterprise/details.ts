@@ -8,6 +8,11 @@ import { einProblem } from './ein.ts';
 
 export const BUSINESS_TYPES = ['sole_proprietorship', 'partnership', 'llc', 'corporation', 'nonprofit', 'government'] as const;
 export type BusinessType = (typeof BUSINESS_TYPES)[number];
+/** How each business type reads in the Letter of Authorization. */
+export const BUSINESS_TYPE_LABELS: Record<BusinessType, string> = {
+  sole_proprietorship: 'Sole Proprietorship', partnership: 'Partnership', llc: 'Limited Liability Company',
+  corporation: 'Corporation', nonprofit: 'Nonprofit Organization', government: 'Government Entity',
+};
 
 export interface RegisteredAddress {
   line1: string; line2?: string | null; city: string; state: string; postal_code: string; country: 'US';

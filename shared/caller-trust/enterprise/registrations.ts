@@ -5,7 +5,7 @@ import { ApiError, notFound } from '../../errors.ts';
 import { recordEvent, wakeRelay } from '../../events/outbox.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { assertBusinessDetails, type BusinessDetails } from './details.ts';
-import { renderSignedLoa, renderUnsignedLoa, sha256Hex, type SignatureInput } from './loa-pdf.ts';
+import { renderSignedLoa, renderUnsignedLoa, sha256Hex, type LetterParty, type SignatureInput, type SignedBy } from './loa-pdf.ts';
 import { vettingProvider, type VettingDecision } from './vetting.ts';
 
 // Enterprise registrations and their one state machine:
@@ -55,6 +55,17 @@ export type LoaVersion = 'unsigned' | 'signed';
 
 /** What moving into vetting needs besides the database: the provider's queue. */
 export interface VettingDeps { db: Db; redis: Redis; config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'> }
+/** What generating a letter needs: who it authorizes (PLATFORM_LEGAL_NAME, PLATFORM_LEGAL_ADDRESS). */
+export interface LetterDeps { db: Db; config: Pick<Config, 'platformLegal'> }
+
+/** Who the letter authorizes. Without it the platform issues no letter (503 naming the settings) rather than a letter
+ *  that names nobody, or a placeholder a business might sign. */
+export function letterProvider(config: Pick<Config, 'platformLegal'>): LetterParty {
+  if (config.platformLegal) return config.platformLegal;
+  throw new ApiError('service_unavailable', 'This platform cannot issue a Letter of Authorization: its operator has not set '
+    + 'PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS, the legal name and address of the party the letter authorizes.',
+  { resolutionHint: 'The platform operator sets PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS and restarts the gateway.' });
+}
 
 export function assertMove(row: Pick<RegistrationRow, 'id' | 'status'>, move: Move): void {
   const from: readonly EnterpriseStatus[] = MOVES[move];
@@ -146,25 +157,35 @@ async function storeLoa(tx: Tx, id: string, version: LoaVersion, pdf: Uint8Array
 }
 
 /** The unsigned LOA of the row's current details: the stored one (PATCH drops it when details change), else a new one. */
-async function unsignedLoa(tx: Tx, row: RegistrationRow, fresh: boolean): Promise<Uint8Array> {
+async function unsignedLoa(tx: Tx, row: RegistrationRow, provider: LetterParty, fresh: boolean): Promise<Uint8Array> {
   if (!fresh) {
     const have = await tx.oneOrNone<{ pdf: Buffer }>(`SELECT pdf FROM enterprise_loas WHERE registration_id = $1 AND version = 'unsigned'`, [row.id]);
     if (have) return have.pdf;
   }
-  const pdf = await renderUnsignedLoa(row.id, row, new Date());
+  const pdf = await renderUnsignedLoa(row.id, row, provider, new Date());
   await storeLoa(tx, row.id, 'unsigned', pdf, null);
   return pdf;
 }
 
 /** generate-loa: (re)generates the unsigned LOA for hand signing. */
-export async function generateLoa(db: Db, organizationId: string, id: string | null, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
-  return move(db, organizationId, id, 'generate_loa', async (tx, row) => {
-    await unsignedLoa(tx, row, true);
+export async function generateLoa(deps: LetterDeps, organizationId: string, id: string | null, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
+  const provider = letterProvider(deps.config);
+  return move(deps.db, organizationId, id, 'generate_loa', async (tx, row) => {
+    await unsignedLoa(tx, row, provider, true);
     return getRegistration(tx, organizationId, row.id);
   }, within);
 }
 
-export type Signing = Omit<SignatureInput, 'registrationId' | 'signedAt'>;
+/** A signing request as the gateway hands it over: who signs, how, from where, and with which credential. */
+export type Signing = Omit<SignatureInput, 'registrationId' | 'signedAt' | 'signedBy'>
+  & { signedBy: Pick<SignedBy, 'credential' | 'keyId' | 'userId'> };
+
+/** The signing credential as the audit trail shows it: the key's display prefix and its user's email. */
+async function signedBy(tx: Tx, by: Signing['signedBy']): Promise<SignedBy> {
+  const k = await tx.oneOrNone<{ display_prefix: string; email: string | null }>(`SELECT k.display_prefix, u.email FROM api_keys k
+    LEFT JOIN users u ON u.id = $2 WHERE k.id = $1`, [by.keyId, by.userId]);
+  return { ...by, keyPrefix: k?.display_prefix ?? 'unknown', userEmail: k?.email ?? null };
+}
 
 /** Moves the locked row into vetting (a new round) and records the event. */
 async function intoVetting(tx: Tx, row: RegistrationRow, provider: string, method: 'in_app' | 'uploaded'): Promise<RegistrationRow> {
@@ -205,9 +226,10 @@ export async function staleSandboxVetting(db: Db, olderThanMs: number): Promise<
 
 /** sign-and-submit (DRAFT) and resign (REJECTED, optionally with corrected details): sign the LOA of the current
  *  details in the app and go into vetting. */
-export async function signAndSubmit(deps: VettingDeps, organizationId: string, id: string | null, m: 'sign_and_submit' | 'resign',
+export async function signAndSubmit(deps: VettingDeps & LetterDeps, organizationId: string, id: string | null, m: 'sign_and_submit' | 'resign',
   signing: Signing, changes: Partial<BusinessDetails> | undefined, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
   if (changes) await assertBusinessDetails(deps.db, organizationId, changes);
+  const letter = letterProvider(deps.config);
   const provider = vettingProvider(deps.redis, deps.config).name;
   const row = await move(deps.db, organizationId, id, m, async (tx, locked) => {
     let current = locked;
@@ -216,8 +238,9 @@ export async function signAndSubmit(deps: VettingDeps, organizationId: string, i
       current = await getRegistration(tx, organizationId, locked.id);
     }
     // A resign always signs a newly generated letter; a first signature signs the letter the client generated, if any.
-    const unsigned = await unsignedLoa(tx, current, m === 'resign');
-    const signed = await renderSignedLoa(unsigned, { ...signing, registrationId: current.id, signedAt: new Date() });
+    const unsigned = await unsignedLoa(tx, current, letter, m === 'resign');
+    const signed = await renderSignedLoa(unsigned, { ...signing, signedBy: await signedBy(tx, signing.signedBy),
+      registrationId: current.id, signedAt: new Date() });
     await storeLoa(tx, current.id, 'signed', signed.pdf, signed.audit);
     return intoVetting(tx, current, provider, 'in_app');
   }, within);
@@ -227,11 +250,12 @@ export async function signAndSubmit(deps: VettingDeps, organizationId: string, i
 
 /** submit: an LOA signed out of band (already checked to be a PDF) becomes the signed LOA; into vetting. */
 export async function submitSignedLoa(deps: VettingDeps, organizationId: string, id: string | null, pdf: Buffer,
-  meta: { clientAddress: string; forwardedFor: string | null }, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
+  meta: { clientAddress: string; forwardedFor: string | null; signedBy: Signing['signedBy'] }, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
   const provider = vettingProvider(deps.redis, deps.config).name;
   const row = await move(deps.db, organizationId, id, 'submit', async (tx, locked) => {
     await storeLoa(tx, locked.id, 'signed', pdf, {
       uploaded_at: new Date().toISOString(), client_address: meta.clientAddress, forwarded_for: meta.forwardedFor,
+      credential: meta.signedBy.credential, key_id: meta.signedBy.keyId, user_id: meta.signedBy.userId,
     });
     return intoVetting(tx, locked, provider, 'uploaded');
   }, within);
