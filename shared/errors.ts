@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   visitor_not_assigned: { status: 422 },
   // Caller IDs (shared/caller-ids): adding, and confirming the code of a verification call.
   caller_id_exists: { status: 409 },
+  // A number another organization holds on the platform: refused as a caller ID when added, verified and dialed.
+  caller_id_held_elsewhere: { status: 409, category: 'invalid_request' },
   caller_id_limit_exceeded: { status: 409 },
   caller_id_already_verified: { status: 409 },
   verification_not_started: { status: 409 },
@@ -139,6 +141,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'the test to an enrolled visitor); nothing was recorded.',
   caller_id_exists: 'The number is already a caller ID of the organization (fields.conflicts_with names it) or one of its '
     + 'own numbers.',
+  caller_id_held_elsewhere: 'The number is held on this platform by another account, so it cannot be a caller ID of this '
+    + 'organization (refused when added, when a verification call is asked for, and when a call is placed from it).',
   caller_id_limit_exceeded: 'The organization holds the most caller IDs it may (20); remove one first.',
   caller_id_already_verified: 'The caller ID is already verified: there is nothing to verify or confirm.',
   verification_not_started: 'No verification call has been placed for this caller ID yet; POST /v1/caller-ids/{id}/verify.',
