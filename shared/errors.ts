@@ -117,7 +117,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
   frequency_exceeded: 'The contact has been called the maximum number of times for now.',
   voice_usage_exhausted: 'The included voice minutes are used up.',
-  no_active_subscription: 'The organization has no active subscription.',
+  no_active_subscription: 'The organization has no active subscription: calls, SMS and every other paid operation are '
+    + 'refused until an administrator reactivates it.',
   spend_cap_reached: 'Placing the call would exceed the organization\'s daily spend cap (each live call reserves its '
     + 'worst-case cost).',
   no_number_available: 'Every number that could be used is busy; retry shortly.',
