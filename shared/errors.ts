@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   visitor_not_assigned: { status: 422 },
   // Caller IDs (shared/caller-ids): adding, and confirming the code of a verification call.
   caller_id_exists: { status: 409 },
+  // A number another organization holds on the platform: refused as a caller ID when added, verified and dialed.
+  caller_id_held_elsewhere: { status: 409, category: 'invalid_request' },
   caller_id_limit_exceeded: { status: 409 },
   caller_id_already_verified: { status: 409 },
   verification_not_started: { status: 409 },
@@ -116,7 +118,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   day_not_allowed: 'Calls are not permitted today for the destination; retry another day.',
   frequency_exceeded: 'The contact has been called the maximum number of times for now.',
   voice_usage_exhausted: 'The included voice minutes are used up.',
-  no_active_subscription: 'The organization has no active subscription.',
+  no_active_subscription: 'The organization has no active subscription: calls, SMS and every other paid operation are '
+    + 'refused until an administrator reactivates it.',
   spend_cap_reached: 'Placing the call would exceed the organization\'s daily spend cap (each live call reserves its '
     + 'worst-case cost).',
   no_number_available: 'Every number that could be used is busy; retry shortly.',
@@ -140,6 +143,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'the test to an enrolled visitor); nothing was recorded.',
   caller_id_exists: 'The number is already a caller ID of the organization (fields.conflicts_with names it) or one of its '
     + 'own numbers.',
+  caller_id_held_elsewhere: 'The number is held on this platform by another account, so it cannot be a caller ID of this '
+    + 'organization (refused when added, when a verification call is asked for, and when a call is placed from it).',
   caller_id_limit_exceeded: 'The organization holds the most caller IDs it may (20); remove one first.',
   caller_id_already_verified: 'The caller ID is already verified: there is nothing to verify or confirm.',
   verification_not_started: 'No verification call has been placed for this caller ID yet; POST /v1/caller-ids/{id}/verify.',

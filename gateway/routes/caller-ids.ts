@@ -45,7 +45,7 @@ export const callerIdRoutes: Plugin = (routes) => {
     description: 'Adds an external number the organization controls, status pending. It cannot be used as from_number '
       + '(call_id_not_verified) until verified: POST /v1/caller-ids/{id}/verify places a call that speaks a code, POST '
       + '/v1/caller-ids/{id}/confirm checks it. The number must be dialable under the destination rules (no emergency, '
-      + `short-code, premium or special-rate number; international only when its country is allowed), must not be one of the organization's own numbers nor a caller ID it already has (caller_id_exists), and an organization holds at most ${CALLER_ID_LIMIT} (caller_id_limit_exceeded). A removed caller ID may be added again (and verified again).`,
+      + `short-code, premium or special-rate number; international only when its country is allowed), must not be one of the organization's own numbers nor a caller ID it already has (caller_id_exists) nor a number another account holds on this platform (caller_id_held_elsewhere), and an organization holds at most ${CALLER_ID_LIMIT} (caller_id_limit_exceeded). A removed caller ID may be added again (and verified again).`,
     examples: { request: { phone_number: '+12125550187', name: 'Dr. Lee mobile' },
       response: { data: { ...EXAMPLE, verification: { state: 'not_started', expires_at: null, attempts_remaining: null }, updated_at: EXAMPLE.created_at } } },
     body: Type.Object({
@@ -53,7 +53,7 @@ export const callerIdRoutes: Plugin = (routes) => {
       name: Type.Optional(Type.String({ maxLength: 100, description: 'A label for the caller ID.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: One },
-    errors: ['caller_id_exists', 'caller_id_limit_exceeded'],
+    errors: ['caller_id_exists', 'caller_id_held_elsewhere', 'caller_id_limit_exceeded'],
     handler: async (ctx) => {
       const reply = (r: CallerIdRow): Reply => ({ status: 201, body: { data: callerIdView(r) } });
       return reply(await addCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
@@ -110,10 +110,11 @@ export const callerIdRoutes: Plugin = (routes) => {
       + 'any earlier code stops working and a lockout is cleared. With the sandbox carrier the call is simulated and what '
       + 'it said is readable at once from GET /v1/sandbox/inbox?phone_number=. At most '
       + `${MAX_CALLS_PER_HOUR} verification calls per caller ID per rolling hour (rate_limited with Retry-After). A verified `
-      + 'caller ID answers caller_id_already_verified. On a carrier without verification calls: service_unavailable.',
+      + 'caller ID answers caller_id_already_verified; a number another account has come to hold on this platform since it '
+      + 'was added, caller_id_held_elsewhere (no call is placed). On a carrier without verification calls: service_unavailable.',
     examples: { response: { data: EXAMPLE } },
     params: IdParams, response: { status: 202, schema: One, description: 'The call was placed; confirm the code it speaks.' },
-    errors: ['caller_id_already_verified', 'service_unavailable'],
+    errors: ['caller_id_already_verified', 'caller_id_held_elsewhere', 'service_unavailable'],
     handler: async (ctx) => {
       const reply = (r: CallerIdRow): Reply => ({ status: 202, body: { data: callerIdView(r) } });
       return reply(await placeVerificationCall(ctx.deps.db, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply)));

@@ -78,7 +78,8 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       + 'the risk level, the label shown when flagged and when it was checked; a null risk level means the provider has no '
       + `answer for that carrier (unavailable), never zero risk. With fresh=true the provider is asked now: a paid check of `
       + `${FRESH_CHECK_PRICE_CENTS} cents (shared/caller-trust/prices.ts) added to today's spend under the daily spend cap `
-      + '(402 spend_cap_reached when the cap refuses, nothing asked). Requests for the same number that arrive while a '
+      + '(402 spend_cap_reached when the cap refuses, 402 no_active_subscription when the organization\'s subscription is '
+      + 'inactive; nothing asked either way). Requests for the same number that arrive while a '
       + 'refresh runs, or within 60 seconds of the last paid one, share it: one lookup, one charge. Write the + of the '
       + 'number as %2B or as is.',
     examples: { response: { data: EVIDENCE_EXAMPLE } },
@@ -87,7 +88,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       fresh: Type.Optional(Type.Boolean({ default: false, description: 'true: a paid live lookup now; false (default): the cached evidence, free.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Reputation, refresh: Type.Optional(Refresh) }) },
-    errors: ['spend_cap_reached', 'provider_api_error', 'service_unavailable'],
+    errors: ['spend_cap_reached', 'no_active_subscription', 'provider_api_error', 'service_unavailable'],
     handler: async ({ deps, principal, params, query }) => {
       const arrivedAt = Date.now();
       const n = await ownedNumber(deps.db, principal.organizationId, params.phone);
@@ -137,7 +138,8 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
     description: 'Asks the provider to re-evaluate a flagged number (MEDIUM or HIGH on some carrier in its cached '
       + 'evidence; 409 number_not_flagged otherwise). kind own_brand files under the organization\'s APPROVED enterprise '
       + `registration (409 own_brand_not_approved without one), umbrella under the platform's. Charged ${REMEDIATION_PRICE_CENTS.own_brand} `
-      + `cents (own_brand) or ${REMEDIATION_PRICE_CENTS.umbrella} cents (umbrella) under the daily spend cap. One case per number `
+      + `cents (own_brand) or ${REMEDIATION_PRICE_CENTS.umbrella} cents (umbrella) under the daily spend cap; an organization `
+      + 'whose subscription is inactive is refused (402 no_active_subscription, nothing charged or opened). One case per number '
       + 'at a time (409 remediation_in_progress). The case moves open -> in_review -> resolved | rejected as the provider '
       + 'answers; a resolved number shows cleared evidence from its next refresh.',
     examples: { request: { phone_number: '+14155550128', kind: 'umbrella' }, response: { data: CASE_EXAMPLE } },
@@ -146,7 +148,8 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       kind: Type.Union([Type.Literal('own_brand'), Type.Literal('umbrella')], { description: 'own_brand (needs an approved enterprise) or umbrella.' }),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Remediation }) },
-    errors: ['own_brand_not_approved', 'number_not_flagged', 'remediation_in_progress', 'spend_cap_reached', 'idempotency_conflict'],
+    errors: ['own_brand_not_approved', 'number_not_flagged', 'remediation_in_progress', 'spend_cap_reached', 'no_active_subscription',
+      'idempotency_conflict'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
       const reply = (r: RemediationRow): Reply => ({ status: 201, body: { data: remediationView(r) } });

@@ -90,14 +90,15 @@ const CALL_EXAMPLE = {
 const PLACEMENT = 'Checked in this order, each failure leaving no call behind: destination present and dialable '
   + '(destination_missing, destination_invalid), numbers inside the credential\'s bounds (forbidden), destination rules '
   + '(destination_blocked: emergency and short codes, premium and special-rate ranges, countries not allowed, demo keys '
-  + 'outside the sandbox), the caller ID held by the organization (call_id_not_verified) and ACTIVE (no_active_number), '
+  + 'outside the sandbox), the caller ID held by the organization or one of its verified caller IDs (call_id_not_verified; '
+  + 'caller_id_held_elsewhere when another account holds that caller ID\'s number) and ACTIVE (no_active_number), '
   + 'the plan (no_active_subscription, voice_usage_exhausted) and call compliance of to_number (dnc_suppressed, '
   + 'recipient_opted_out, no_consent, day_not_allowed, outside_call_window, frequency_exceeded: see the Contacts tag), '
   + 'the per-minute call rate (rate_limited), the daily spend cap (spend_cap_reached) and the channel limit '
   + '(channel_limit_exceeded: calls never queue). Sandbox: the last four digits of a number choose its outcome (see the '
   + 'Calls tag).';
 
-const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
+const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified', 'caller_id_held_elsewhere',
   'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 /** The older caller_id/destination spelling of POST /v1/calls. */

@@ -12,7 +12,7 @@ const BrowserCall = Type.Object({
   to_number: Type.Optional(E164('The called party (E.164), inside the credential\'s bounds; missing: destination_missing.')),
 }, { additionalProperties: false });
 
-const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified',
+const CALL_ERRORS = ['destination_missing', 'destination_invalid', 'no_active_number', 'call_id_not_verified', 'caller_id_held_elsewhere',
   'destination_blocked', 'forbidden', 'spend_cap_reached', 'channel_limit_exceeded', 'idempotency_conflict', ...CALL_POLICY_ERRORS] as const;
 
 // Bounded client tokens and the browser calling paths (A: a single-use ticket for the softphone WebSocket; B: a
@@ -51,7 +51,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
         scopes: Type.Array(Type.String(), { description: 'The token\'s scopes.' }),
       }, { description: 'The minted token.' }) }),
     },
-    errors: ['forbidden', 'idempotency_conflict'],
+    errors: ['forbidden', 'call_id_not_verified', 'caller_id_held_elsewhere', 'idempotency_conflict'],
     handler: async ({ deps, principal, body }) => {
       const signer = await clientTokenSigner(deps.db, deps.config);
       return { status: 201, body: { data: await mintClientToken(deps.db, signer, principal, body) } };

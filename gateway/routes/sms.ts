@@ -105,8 +105,9 @@ export const smsRoutes: Plugin = (routes) => {
       + 'Refused with 403 texting_not_ready when the texting registration is missing, pending or rejected or from_number '
       + 'cannot send (fields.reason, fields.registration_status), 403 recipient_opted_out when the recipient replied STOP, '
       + '403 forbidden when a number is outside the credential\'s bounds, 403 destination_blocked when a demo key texts a '
-      + 'number outside the sandbox\'s 555 numbers. Each segment is charged when the message is handed '
-      + 'to the carrier (daily spend cap). Events: sms_sent, then sms_delivered or sms_failed.',
+      + 'number outside the sandbox\'s 555 numbers, 402 no_active_subscription when the organization\'s subscription is '
+      + 'inactive. Each segment is charged when the message is handed to the carrier (daily spend cap; a message whose '
+      + 'organization\'s subscription lapsed meanwhile fails, uncharged). Events: sms_sent, then sms_delivered or sms_failed.',
     examples: {
       request: { from_number: '+14155550123', to_number: '+12125550187', body: MESSAGE_EXAMPLE.body },
       response: { data: MESSAGE_EXAMPLE },
@@ -117,7 +118,7 @@ export const smsRoutes: Plugin = (routes) => {
       body: Type.String({ minLength: 1, maxLength: 1600, description: `The text, at most ${MAX_SEGMENTS} segments.` }),
     }, { additionalProperties: false }),
     response: { status: 202, description: 'Accepted: the message, queued.', schema: Type.Object({ data: Message }) },
-    errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'recipient_opted_out', 'idempotency_conflict'],
+    errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'no_active_subscription', 'recipient_opted_out', 'idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (m: MessageRow): Reply => ({ status: 202, body: { data: messageView(m) } });
       return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal, ctx.body,

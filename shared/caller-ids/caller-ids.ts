@@ -9,6 +9,7 @@ import { ApiError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import { parseE164 } from '../phone/e164.ts';
+import { callerIdHeldElsewhere, heldElsewhere } from './standing.ts';
 import { verificationCaller } from './verification-call.ts';
 
 /** Live (not removed) caller IDs an organization may hold. */
@@ -108,6 +109,8 @@ export async function addCallerId(db: Db, organizationId: string, input: AddCall
       throw new ApiError('caller_id_exists', `${n} is already a number of your organization; use it as from_number directly.`,
         { fields: { phone_number: `is your organization's number ${own.id}` } });
     }
+    // The verification call would reach the platform itself, not the holder: never proof of control.
+    if (await heldElsewhere(tx, organizationId, n)) throw callerIdHeldElsewhere(['phone_number'], [n]);
     const dup = await tx.oneOrNone<{ id: string }>(
       'SELECT id FROM caller_ids WHERE organization_id = $1 AND phone_number = $2 AND removed_at IS NULL', [organizationId, n]);
     if (dup) {
@@ -137,6 +140,8 @@ export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrie
   return db.tx(async (tx) => {
     const row = await getCallerId(tx, organizationId, id, true);
     if (row.status === 'verified') throw alreadyVerified(row);
+    // Another organization may have bought the number since it was added.
+    if (await heldElsewhere(tx, organizationId, row.phone_number)) throw callerIdHeldElsewhere(['phone_number'], [row.phone_number]);
     const caller = verificationCaller(config);
     const recent = await tx.one<{ count: number; retry_after: number | null }>(
       `SELECT count(*)::int AS count,

@@ -8,7 +8,8 @@
 //                        international unless the organization allows the country, demo keys outside the
 //                        sandbox's numbers); destination_invalid for numbers in no assigned range
 //   4 caller ID          422 call_id_not_verified (not a number of the organization nor a verified caller ID,
-//                        or a caller ID pending verification), 409 no_active_number (still provisioning)
+//                        or a caller ID pending verification), 409 caller_id_held_elsewhere (a caller ID whose
+//                        number another organization holds), 409 no_active_number (still provisioning)
 //   4b plan, compliance  402 no_active_subscription / voice_usage_exhausted, 403/429 dnc_suppressed ...
 //                        frequency_exceeded (shared/compliance/guard.ts; reserves nothing)
 //   5 call rate          429 rate_limited (category account_limit)
@@ -17,7 +18,7 @@
 //   7 channels           409 channel_limit_exceeded (category account_limit)
 import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
-import { verifiedCallerIds } from '../caller-ids/standing.ts';
+import { usableCallerIds } from '../caller-ids/standing.ts';
 import { assertFactsAllow } from '../compliance/guard.ts';
 import { ApiError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
@@ -96,7 +97,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
 
   // Everything the next steps read from PostgreSQL, in one round trip.
   const now = new Date();
-  const { limits: org, evidence, compliance } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
+  const { limits: org, evidence, compliance, callerId: callerIdFacts } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
 
   // 3. Destination rules.
   for (const [field, n] of dialed) {
@@ -117,8 +118,9 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     }
   }
 
-  // 4. Caller ID ownership: a number of the organization, or one of its verified caller IDs (a pending one is 422).
-  const verified = org.phone_id === null && (await verifiedCallerIds(db, p.organizationId, [[F, req.from]])).has(req.from);
+  // 4. Caller ID ownership: a number of the organization, or one of its verified caller IDs (a pending one is 422,
+  // one another organization holds now is 409).
+  const verified = org.phone_id === null && usableCallerIds([[F, req.from]], callerIdFacts ? [callerIdFacts] : []).has(req.from);
   if (org.phone_id === null && !verified) {
     throw new ApiError('call_id_not_verified', `${req.from} is not a number of your organization.`,
       { fields: { [F]: 'is not an active number owned by your organization' },

@@ -6,7 +6,8 @@
 //   3 registration      403 texting_not_ready: a2p_registration_required | _pending | _rejected
 //   4 sender            403 texting_not_ready no_sender: from_number is not an active, registered number of the
 //                       organization
-//   5 opt-out           403 recipient_opted_out (the recipient replied STOP to the organization)
+//   5 plan              402 no_active_subscription (shared/usage/plan.ts, the rule of every paid operation)
+//   6 opt-out           403 recipient_opted_out (the recipient replied STOP to the organization)
 // then inserts the message (queued) and puts it on the sms-send queue. Money is charged when the workers hand
 // the message to the carrier (shared/sms/send.ts), where the opt-out is checked again under a lock.
 import { Queue } from 'bullmq';
@@ -19,6 +20,7 @@ import { keysetClause, type PageParams } from '../pagination.ts';
 import { isDemoDestination } from '../calls/destinations.ts';
 import { isE164 } from '../phone/e164.ts';
 import { assertWithinBounds } from '../tokens/bounds.ts';
+import { subscriptionRefusal } from '../usage/plan.ts';
 import type { RegistrationStatus } from './registration.ts';
 import { countSegments, MAX_SEGMENTS, type Encoding } from './segments.ts';
 
@@ -144,7 +146,9 @@ export function measureBody(body: string, field = 'body') {
   return c;
 }
 
-interface SendState { registration_status: RegistrationStatus | null; phone_status: string | null; texting_status: string | null; opted_out: boolean }
+interface SendState {
+  registration_status: RegistrationStatus | null; phone_status: string | null; texting_status: string | null; subscription_active: boolean; opted_out: boolean;
+}
 
 export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: SendInput, within?: WithinTx<MessageRow>): Promise<MessageRow> {
   const bad: Record<string, string> = {};
@@ -159,12 +163,12 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
       { fields: { to_number: 'is not on the demo allowlist' }, resolutionHint: 'Use a sandbox number such as +14155550100, or a production key.' });
   }
 
-  // One statement checks the registration, the sender and the opt-out and inserts the message when all allow it
+  // One statement checks the registration, the sender, the plan and the opt-out and inserts the message when all allow it
   // (one round trip on the accept path); a refusal inserts nothing and says which check refused.
   const row = await writeWithin(db, within, async (q) => {
     const r = await q.one<SendState & Partial<MessageRow>>(
       `WITH s AS (
-         SELECT r.status AS registration_status, n.status AS phone_status, n.texting_status,
+         SELECT r.status AS registration_status, n.status AS phone_status, n.texting_status, o.subscription_active,
                 EXISTS (SELECT 1 FROM opt_outs x WHERE x.organization_id = o.id AND x.phone_number = $3 AND x.channel = 'sms'
                            AND x.revoked_at IS NULL) AS opted_out
            FROM organizations o
@@ -174,7 +178,8 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
        ins AS (
          INSERT INTO sms_messages (id, organization_id, direction, local_number, remote_number, body, encoding, segments, status, provider)
          SELECT $4, $1, 'outbound', $2, $3, $5, $6, $7, 'queued', 'sandbox' FROM s
-          WHERE s.registration_status = 'approved' AND s.phone_status = 'ACTIVE' AND s.texting_status = 'registered' AND NOT s.opted_out
+          WHERE s.registration_status = 'approved' AND s.phone_status = 'ACTIVE' AND s.texting_status = 'registered'
+            AND s.subscription_active AND NOT s.opted_out
          RETURNING *)
        SELECT s.*, ins.* FROM s LEFT JOIN ins ON true`,
       [p.organizationId, req.from_number, req.to_number, uuidv7(), req.body, measured.encoding, measured.segments]);
@@ -182,6 +187,8 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
     const reg: RegistrationStatus = r.registration_status ?? 'none';
     if (reg !== 'approved') textingBlock(reg);
     if (r.phone_status !== 'ACTIVE' || r.texting_status !== 'registered') throw textingNotReady('no_sender', reg);
+    const inactive = subscriptionRefusal(r.subscription_active);
+    if (inactive) throw inactive;
     throw new ApiError('recipient_opted_out', `${req.to_number} opted out of SMS from your organization (replied STOP).`,
       { fields: { to_number: 'opted out of SMS from your organization; they can opt back in by replying START' } });
   });

@@ -1,7 +1,8 @@
 // Handing a queued message to the carrier (the workers' sms-send processor), and applying delivery receipts.
 //
 //   queued --carrier accepts--> sent --receipt--> delivered | undelivered
-//   queued --carrier refuses, recipient opted out, or the spend cap--> failed (error_message says which)
+//   queued --carrier refuses, recipient opted out, the spend cap or no active subscription--> failed (error_message
+//            says which)
 //
 // The opt-out is checked under the recipient's lock (shared/contacts/opt-outs.ts) in the transaction that hands the
 // message over and marks it sent: a STOP that commits first stops it; a STOP that comes later waits for the
@@ -10,6 +11,7 @@
 // message that then loses a race with a STOP keeps its charge.
 import { isOptedOut, lockRecipient } from '../contacts/opt-outs.ts';
 import type { Db, Tx } from '../db.ts';
+import { ApiError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import type { SpendCharges } from '../spend/charges.ts';
 import type { SmsCarrier, SmsReceipt } from './carrier.ts';
@@ -18,6 +20,7 @@ import { smsCostCents } from './pricing.ts';
 
 export const OPTED_OUT_ERROR = 'recipient_opted_out: the recipient replied STOP before the message was handed to the carrier';
 export const SPEND_CAP_ERROR = 'spend_cap_reached: sending would exceed the organization\'s daily spend cap';
+export const NO_SUBSCRIPTION_ERROR = 'no_active_subscription: the organization had no active subscription when the message was to be sent';
 
 export interface SendDeps { db: Db; charges: SpendCharges; carrier: SmsCarrier }
 
@@ -41,9 +44,14 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
   // Without a lock first: an opted-out recipient costs nothing.
   let error: string | null = checkOptOut && await isOptedOut(d.db, m.organization_id, m.remote_number, 'sms') ? OPTED_OUT_ERROR : null;
   if (!error) {
+    // The plan may have lapsed since the message was accepted: the charge refuses it then, and the message fails.
     const charge = await d.charges.charge({ organizationId: m.organization_id, kind: 'sms', ref: m.id,
-      cents: smsCostCents(m.segments), quantity: m.segments, capCents: m.cap });
-    if (!charge.charged && charge.reason === 'spend_cap') error = SPEND_CAP_ERROR;
+      cents: smsCostCents(m.segments), quantity: m.segments, capCents: m.cap }).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'no_active_subscription') return null;
+      throw err;
+    });
+    if (!charge) error = NO_SUBSCRIPTION_ERROR;
+    else if (!charge.charged && charge.reason === 'spend_cap') error = SPEND_CAP_ERROR;
   }
 
   const result = await d.db.tx('sms-hand-over', async (tx): Promise<HandOverResult> => {

@@ -1,5 +1,6 @@
 // Charges that are not calls (a paid reputation check, a remediation case, an SMS segment) go through the same daily
-// spend cap as calls and land in the same settled total, so usage and the guardrail count one thing.
+// spend cap as calls and land in the same settled total, so usage and the guardrail count one thing. Like a call,
+// a new charge needs an active subscription (shared/usage/plan.ts): refused before anything is reserved or written.
 // A charge reserves its price in Redis (the cap check, atomic with every call's admission), then one PostgreSQL
 // transaction records it in spend_charges and adds it to org_daily_spend, then the reservation is settled. A
 // (organization, kind, ref) is charged at most once: two racing requests for the same paid check both reserve,
@@ -7,6 +8,7 @@
 // whose id is the charge row's id; the calls reconciler settles it from that row (shared/calls/reconcile.ts).
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db.ts';
+import { subscriptionRefusal } from '../usage/plan.ts';
 import type { SpendAccounts } from './spend-accounts.ts';
 
 export type ChargeKind = 'reputation_check' | 'remediation' | 'sms';
@@ -33,11 +35,20 @@ export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 export class SpendCharges {
   constructor(private readonly db: Db, private readonly spend: SpendAccounts) {}
 
+  /** Throws the plan's refusal (ApiError no_active_subscription) when a new charge would be made for an organization
+   *  whose subscription is inactive; a duplicate (already paid) is answered as such. */
   async charge(c: ChargeRequest): Promise<ChargeResult> {
     const now = c.now ?? new Date();
     const day = utcDay(now);
-    const existing = await this.find(c.organizationId, c.kind, c.ref);
-    if (existing) return { charged: false, reason: 'duplicate', chargeId: existing };
+    // One round trip: the organization's subscription and an earlier charge of the same ref.
+    const account = await this.db.oneOrNone<{ subscription_active: boolean; existing: string | null }>(
+      `SELECT o.subscription_active, sc.id AS existing FROM organizations o
+         LEFT JOIN spend_charges sc ON sc.organization_id = o.id AND sc.kind = $2 AND sc.ref = $3
+        WHERE o.id = $1`, [c.organizationId, c.kind, c.ref]);
+    if (!account) throw new Error(`no organization ${c.organizationId} to charge`);
+    if (account.existing) return { charged: false, reason: 'duplicate', chargeId: account.existing };
+    const refusal = subscriptionRefusal(account.subscription_active);
+    if (refusal) throw refusal;
     const id = randomUUID();
     if (c.cents > 0) {
       const admission = await this.spend.reserve(c.organizationId, day, id,

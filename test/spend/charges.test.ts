@@ -1,5 +1,5 @@
-// SpendCharges (shared/spend/charges.ts): idempotent per (organization, kind, ref), refused under the daily spend cap,
-// and a charge whose settle was lost (a crash after its commit) settled by the calls reconciler from its row.
+// SpendCharges (shared/spend/charges.ts): idempotent per (organization, kind, ref), refused under the daily spend cap
+// and without an active subscription, and a charge whose settle was lost (a crash after its commit) settled by the calls reconciler from its row.
 import t from 'tap';
 import { reconcileOnce } from '../../shared/calls/reconcile.ts';
 import { CallRuntime } from '../../shared/calls/runtime.ts';
@@ -7,6 +7,7 @@ import { createLogger } from '../../shared/log.ts';
 import { keyer } from '../../shared/redis.ts';
 import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { SpendCharges, utcDay } from '../../shared/spend/charges.ts';
+import { setPlan } from '../../shared/usage/plan.ts';
 import { testEnv } from '../helpers/env.ts';
 
 const env = await testEnv(t, { gateway: false });
@@ -48,6 +49,27 @@ t.test('the daily cap refuses a charge that does not fit', async (t) => {
   t.equal(await settled(org.organization_id), 20);
   const free = await charges.charge({ organizationId: org.organization_id, kind: 'sms', ref: 'd', cents: 0, capCents: 25 });
   t.equal(free.charged, true, 'a zero-price charge is recorded without touching the cap');
+});
+
+t.test('without an active subscription a new charge is refused before anything is reserved or written', async (t) => {
+  const org = await env.bootstrap({ numbers: 0 });
+  const c = (ref: string) => charges.charge({ organizationId: org.organization_id, kind: 'reputation_check', ref, cents: 10, capCents: 1000 });
+  const paid = await c('paid-before');
+  t.equal(paid.charged, true);
+  await setPlan(env.db, org.organization_id, { active: false });
+  for (const kind of ['reputation_check', 'remediation', 'sms'] as const) {
+    await t.rejects(charges.charge({ organizationId: org.organization_id, kind, ref: `after-${kind}`, cents: 10, capCents: 1000 }),
+      { code: 'no_active_subscription', status: 402, category: 'account_limit' }, kind);
+  }
+  await t.rejects(charges.charge({ organizationId: org.organization_id, kind: 'sms', ref: 'free', cents: 0, capCents: 1000 }),
+    { code: 'no_active_subscription' }, 'also a zero-price charge');
+  t.same(await c('paid-before'), { charged: false, reason: 'duplicate', chargeId: (paid as { chargeId: string }).chargeId },
+    'what was paid before stays paid (a retry completes it, nothing new is charged)');
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM spend_charges WHERE organization_id = $1', [org.organization_id])).n, 1, 'no row');
+  t.equal(await settled(org.organization_id), 10);
+  t.match(await spend.read(org.organization_id, day), { settled: 10, reserved: 0 }, 'nothing reserved');
+  await setPlan(env.db, org.organization_id, { active: true });
+  t.equal((await c('after-reactivation')).charged, true, 'reactivated, charged again');
 });
 
 t.test('the reconciler settles a charge whose settle was lost', async (t) => {
