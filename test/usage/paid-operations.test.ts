@@ -6,7 +6,7 @@
 import t from 'tap';
 import { setLimits } from '../../shared/calls/limits.ts';
 import { keyer } from '../../shared/redis.ts';
-import { createSmsCarrier } from '../../shared/sms/carrier.ts';
+import { createSmsCarrier } from '../../shared/sms/configured.ts';
 import { insertOutbound } from '../../shared/sms/messages.ts';
 import { handOver, NO_SUBSCRIPTION_ERROR } from '../../shared/sms/send.ts';
 import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
