@@ -63,6 +63,8 @@ const TestOut = Type.Object({
   status: Type.Union(TEST_STATUSES.map((s) => Type.Literal(s)), { description: 'draft, running, paused, completed, shipped or archived '
     + '(see the allowed moves in the description of PATCH).' }),
   traffic_split: Type.Number({ description: 'Share of visitors enrolled (0.05 to 1); the rest see the page unchanged and are not counted.' }),
+  hash_version: Type.Union([Type.Literal(1), Type.Literal(2)], { description: 'The bucketing hash the test assigns visitors with, fixed '
+    + 'at creation: 2 (FNV-1a with a finalizer) for new tests, 1 (plain FNV-1a) for tests created before it existed.' }),
   winner_variant_id: Nullable(Type.String(), 'The variant the results rule declared the winner (completed tests); null otherwise.'),
   shipped_variant_id: Nullable(Type.String(), 'The variant made permanent by POST ship; null until shipped.'),
   variants: Type.Array(VariantOut, { description: 'The variants, control included.' }),
@@ -106,7 +108,7 @@ const VARIANTS_EXAMPLE = [
 const TEST_EXAMPLE = {
   id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', property_id: '0193a4c0-1111-7d21-9f3a-6c8e2b1d4f70', name: 'Homepage CTA',
   page_url: 'https://www.example.com/', hypothesis: 'A direct call to action gets more calls.',
-  goal: { type: 'tel_click', selector: 'a[href^="tel:"]' }, status: 'running', traffic_split: 1, winner_variant_id: null,
+  goal: { type: 'tel_click', selector: 'a[href^="tel:"]' }, status: 'running', traffic_split: 1, hash_version: 2, winner_variant_id: null,
   shipped_variant_id: null, variants: VARIANTS_EXAMPLE, started_at: '2026-11-20T15:04:05.000Z', completed_at: null, shipped_at: null,
   created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };

@@ -84,7 +84,7 @@ export class Collector {
     const args: string[] = [];
     for (const e of b.e) {
       const test = config.byId.get(e.x);
-      const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants) : null;
+      const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants, test.hash_version) : null;
       if (!test || !variant) continue;
       keys.push(seenKey(this.key, test.id), convertedKey(this.key, test.id));
       args.push(e.t, test.id, variant.id, test.goal.type, b.v);

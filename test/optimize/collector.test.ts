@@ -37,7 +37,7 @@ const total = async (testId: string) => (await counts(testId)).reduce((s, r) => 
 function expected(tw: typeof test, from: number, to: number) {
   const per = new Map<string, number>();
   for (let i = from; i < to; i++) {
-    const v = assignVariant(tw.id, visitor(i), tw.traffic_split, tw.variants);
+    const v = assignVariant(tw.id, visitor(i), tw.traffic_split, tw.variants, tw.hash_version);
     if (v) per.set(v.id, (per.get(v.id) ?? 0) + 1);
   }
   return per;
@@ -99,7 +99,7 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
     t.same(Object.fromEntries(got.map((r) => [r.variant_id, r.impressions])), Object.fromEntries([...want].sort()), `${tw === test ? 'full' : 'half'} split: impressions exact per variant`);
     const assigned = await env.db.any('SELECT visitor_id, variant_id FROM optimize_assignments WHERE test_id = $1', [tw.id]);
     t.equal(assigned.length, [...want.values()].reduce((a, b) => a + b, 0), 'one assignment per enrolled visitor');
-    t.ok(assigned.every((a) => assignVariant(tw.id, a.visitor_id, tw.traffic_split, tw.variants)?.id === a.variant_id), 'assignments are the server\'s hash');
+    t.ok(assigned.every((a) => assignVariant(tw.id, a.visitor_id, tw.traffic_split, tw.variants, tw.hash_version)?.id === a.variant_id), 'assignments are the server\'s hash');
   }
   const h = [...expected(half, 0, N + 100).values()].reduce((a, b) => a + b, 0);
   t.ok(h > (N + 100) * 0.4 && h < (N + 100) * 0.6, `traffic_split 0.5 enrolls about half (${h} of ${N + 100})`);
@@ -113,7 +113,7 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
   // API conversions find the assignment the collector recorded (even before the rollup reached it).
   const r = await env.request('POST', '/v1/optimize/conversions', { key, body: { test_id: test.id, visitor_id: visitor(5), value: 12.5 } });
   t.equal(r.status, 200);
-  t.equal(r.body.data.variant_id, assignVariant(test.id, visitor(5), 1, test.variants)!.id);
+  t.equal(r.body.data.variant_id, assignVariant(test.id, visitor(5), 1, test.variants, test.hash_version)!.id);
 
   // The rollup applies the completion rule to the tests it counted for: a clear winner completes with its event.
   const win = await mkTest(key, 'https://site.example.com/win');
