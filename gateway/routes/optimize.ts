@@ -6,7 +6,7 @@ import { conversionView, listConversions, recordConversion, type ConversionResul
 import { GOAL_TYPES, URL_MATCH_TYPES } from '../../shared/optimize/goals.ts';
 import { LiveConfigs } from '../../shared/optimize/live-config.ts';
 import { OP_KINDS } from '../../shared/optimize/ops.ts';
-import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, scriptTag } from '../../shared/optimize/properties.ts';
+import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, PUBLIC_KEY, scriptTag } from '../../shared/optimize/properties.ts';
 import { TEST_STATUSES } from '../../shared/optimize/states.ts';
 import { tagScript } from '../../shared/optimize/tag-source.ts';
 import { archiveTest, createTest, getTest, listTests, shipTest, testView, updateTest, type TestWithVariants } from '../../shared/optimize/tests.ts';
@@ -441,7 +441,7 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
 
   gateway.addRaw('GET', '/v1/optimize/tag.js', async (req) => {
     const k = new URLSearchParams(req.query).get('k') ?? '';
-    const config = /^olpk_[A-Za-z0-9]{1,40}$/.test(k) ? await configs.get(k) : null;
+    const config = PUBLIC_KEY.test(k) ? await configs.get(k) : null;
     if (!config) return text(404, '/* unknown property key */\n');
     const host = pageHost(req.headers);
     if (!config.verified && host && hostOnDomain(host, config.domain)) {

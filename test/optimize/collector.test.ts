@@ -52,6 +52,11 @@ t.test('the collector refuses what it must not count', async (t) => {
   t.equal((await collect({ k: prop.public_key, v: visitor(0), e: [{ t: 'i', x: test.id }] }, { 'user-agent': 'Googlebot/2.1 (+http://www.google.com/bot.html)' })).body.reason, 'bot');
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: test.id }] }, { 'user-agent': '' })).body.reason, 'bot', 'no user agent');
   t.equal((await collect({ k: 'olpk_nope', v: visitor(1), e: [{ t: 'i', x: test.id }] })).status, 404, 'unknown key');
+  const nul = await collect({ k: 'a\u0000b', v: visitor(1), e: [{ t: 'i', x: test.id }] });
+  t.equal(nul.status, 400, 'NUL in the key (the issue\'s case): 400, not a PostgreSQL error');
+  t.same(nul.body, { status: 400, accepted: 0, ignored: 0, reason: 'bad key' });
+  t.same((await collect({ k: 'olpk_\ud800', v: visitor(1), e: [{ t: 'i', x: test.id }] })).body.reason, 'bad key', 'unpaired surrogate in the key');
+  t.same((await collect({ k: `${prop.public_key}!`, v: visitor(1), e: [{ t: 'i', x: test.id }] })).body.reason, 'bad key', 'not a key\'s shape');
   t.equal((await collect('{"k":')).status, 400, 'malformed');
   t.equal((await collect({ k: prop.public_key, v: 'bad id!', e: [{ t: 'i', x: test.id }] })).status, 400, 'bad visitor id');
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'x', x: test.id }] })).status, 400, 'bad event kind');
