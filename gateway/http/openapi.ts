@@ -203,7 +203,11 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
       byStatus.set(st, [...(byStatus.get(st) ?? []), code]);
     }
     for (const [st, list] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(st)] = errorResponse(st, list);
-    for (const [st, description] of Object.entries(raw.get(r)?.plainErrors ?? {})) responses[st] = { description };
+    const json = raw.get(r)?.plainJson;
+    for (const [st, description] of Object.entries(raw.get(r)?.plainErrors ?? {})) {
+      responses[st] = { description,
+        ...(json ? { content: { 'application/json': { schema: plain(json.schema), example: json.examples[Number(st)] } } } : {}) };
+    }
     const op: Record<string, unknown> = {
       operationId: `${r.method.toLowerCase()}${r.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, ch) => (ch ? ch.toUpperCase() : ''))}`,
       summary: r.summary,

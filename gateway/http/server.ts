@@ -37,6 +37,11 @@ interface Compiled {
 /** What a raw (non-API) route answers: health checks, metrics, documents. */
 export interface RawReply { status: number; contentType: string; body: string | Buffer; headers?: Record<string, string> }
 export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null; query: string; readonly remote: string }) => Promise<RawReply> | RawReply;
+/** How a raw route answers a failure outside its handler's own answers: a body over MAX_BODY_BYTES (400, "body too
+ *  large") or a handler that threw (500, "internal error"). The default is that reason as text/plain. */
+export type RawFailure = (status: 400 | 500, reason: string) => RawReply;
+const textFailure: RawFailure = (status, reason) => ({ status, contentType: 'text/plain', body: reason });
+interface RawEntry { handler: RawRoute; failure: RawFailure }
 
 interface Incoming {
   method: string;
@@ -97,7 +102,7 @@ export class HttpGateway {
   readonly auth: Authenticator;
   private readonly compiled = new Map<AnyRoute, Compiled>();
   /** Raw routes by path, then method. */
-  private readonly raw = new Map<string, Map<string, RawRoute>>();
+  private readonly raw = new Map<string, Map<string, RawEntry>>();
   private readonly admission: Admission;
   private readonly idempotency: IdempotencyStore;
   /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
@@ -119,10 +124,10 @@ export class HttpGateway {
     return this;
   }
 
-  addRaw(method: Method, path: string, handler: RawRoute): this {
+  addRaw(method: Method, path: string, handler: RawRoute, o: { failure?: RawFailure } = {}): this {
     let byMethod = this.raw.get(path);
     if (!byMethod) this.raw.set(path, (byMethod = new Map()));
-    byMethod.set(method, handler);
+    byMethod.set(method, { handler, failure: o.failure ?? textFailure });
     return this;
   }
 
@@ -161,12 +166,12 @@ export class HttpGateway {
     const ex = new Exchange(res, req);
     const inc: Incoming = ex;
     const needsBody = MUTATING.has(inc.method);
-    const rawHandler = this.raw.get(inc.path)?.get(inc.method);
-    if (rawHandler) {
-      if (!needsBody) return void this.serveRaw(ex, rawHandler, null);
+    const raw = this.raw.get(inc.path)?.get(inc.method);
+    if (raw) {
+      if (!needsBody) return void this.serveRaw(ex, raw, null);
       return readBody(res, inc.headers, (body, tooBig) => {
-        if (tooBig) return void this.serveRaw(ex, () => ({ status: 400, contentType: 'text/plain', body: 'body too large' }), null);
-        void this.serveRaw(ex, rawHandler, body);
+        if (tooBig) return void this.serveRaw(ex, { ...raw, handler: () => raw.failure(400, 'body too large') }, null);
+        void this.serveRaw(ex, raw, body);
       });
     }
     if (!needsBody) return void this.handle(inc, null, false).then((out) => this.respond(ex, out));
@@ -190,13 +195,13 @@ export class HttpGateway {
       ms: Math.round(secs * 1e4) / 10, orgId: out.orgId });
   }
 
-  private async serveRaw(ex: Exchange, h: RawRoute, body: Buffer | null) {
+  private async serveRaw(ex: Exchange, raw: RawEntry, body: Buffer | null) {
     let out: RawReply;
     try {
-      out = await h({ headers: ex.headers, body, query: ex.query, get remote() { return ex.remote; } });
+      out = await raw.handler({ headers: ex.headers, body, query: ex.query, get remote() { return ex.remote; } });
     } catch (err) {
-      this.deps.log.error({ err }, 'raw route failed');
-      out = { status: 500, contentType: 'text/plain', body: 'internal error' };
+      this.deps.log.error({ err, path: ex.path }, 'raw route failed');
+      out = raw.failure(500, 'internal error');
     }
     if (ex.aborted) return;
     const res = ex.res;

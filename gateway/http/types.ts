@@ -104,7 +104,9 @@ export type AnyRoute = RouteDef<any, any, any>;
 export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'description' | 'tag' | 'body' | 'query' | 'response' | 'errors' | 'examples'>
   & { security: 'livekitWebhook' | 'public';
     /** Answers that are not the error envelope (public routes answer plain bodies), by status: what they mean. */
-    plainErrors?: Record<number, string> };
+    plainErrors?: Record<number, string>;
+    /** When the plainErrors answers are JSON of the route's own (not the envelope): its schema and an example per status. */
+    plainJson?: { schema: TSchema; examples: Record<number, unknown> } };
 
 /** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
 export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
-import { BOT_USER_AGENT, Collector } from '../../shared/optimize/collector.ts';
+import { BOT_USER_AGENT, Collector, type CollectOutcome } from '../../shared/optimize/collector.ts';
 import { evaluateTest } from '../../shared/optimize/completion.ts';
 import { conversionView, listConversions, recordConversion, type ConversionResult } from '../../shared/optimize/conversions.ts';
 import { GOAL_TYPES, URL_MATCH_TYPES } from '../../shared/optimize/goals.ts';
 import { LiveConfigs } from '../../shared/optimize/live-config.ts';
 import { OP_KINDS } from '../../shared/optimize/ops.ts';
-import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, scriptTag } from '../../shared/optimize/properties.ts';
+import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, PUBLIC_KEY, scriptTag } from '../../shared/optimize/properties.ts';
 import { TEST_STATUSES } from '../../shared/optimize/states.ts';
 import { tagScript } from '../../shared/optimize/tag-source.ts';
 import { archiveTest, createTest, getTest, listTests, shipTest, testView, updateTest, type TestWithVariants } from '../../shared/optimize/tests.ts';
@@ -63,6 +63,8 @@ const TestOut = Type.Object({
   status: Type.Union(TEST_STATUSES.map((s) => Type.Literal(s)), { description: 'draft, running, paused, completed, shipped or archived '
     + '(see the allowed moves in the description of PATCH).' }),
   traffic_split: Type.Number({ description: 'Share of visitors enrolled (0.05 to 1); the rest see the page unchanged and are not counted.' }),
+  hash_version: Type.Union([Type.Literal(1), Type.Literal(2)], { description: 'The bucketing hash the test assigns visitors with, fixed '
+    + 'at creation: 2 (FNV-1a with a finalizer) for new tests, 1 (plain FNV-1a) for tests created before it existed.' }),
   winner_variant_id: Nullable(Type.String(), 'The variant the results rule declared the winner (completed tests); null otherwise.'),
   shipped_variant_id: Nullable(Type.String(), 'The variant made permanent by POST ship; null until shipped.'),
   variants: Type.Array(VariantOut, { description: 'The variants, control included.' }),
@@ -106,7 +108,7 @@ const VARIANTS_EXAMPLE = [
 const TEST_EXAMPLE = {
   id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', property_id: '0193a4c0-1111-7d21-9f3a-6c8e2b1d4f70', name: 'Homepage CTA',
   page_url: 'https://www.example.com/', hypothesis: 'A direct call to action gets more calls.',
-  goal: { type: 'tel_click', selector: 'a[href^="tel:"]' }, status: 'running', traffic_split: 1, winner_variant_id: null,
+  goal: { type: 'tel_click', selector: 'a[href^="tel:"]' }, status: 'running', traffic_split: 1, hash_version: 2, winner_variant_id: null,
   shipped_variant_id: null, variants: VARIANTS_EXAMPLE, started_at: '2026-11-20T15:04:05.000Z', completed_at: null, shipped_at: null,
   created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };
@@ -372,6 +374,14 @@ function pageHost(headers: Record<string, string>): string | null {
   try { return new URL(from).hostname.toLowerCase(); } catch { return ''; }
 }
 
+const CollectOutcomeSchema = Type.Object({
+  status: Type.Integer({ description: 'The HTTP status, repeated.' }),
+  accepted: Type.Integer({ description: 'Events counted.' }),
+  ignored: Type.Integer({ description: 'Events not counted (not running, outside the split, repeated, a bot ...); 0 when the '
+    + 'beacon was not read (malformed, rate limited, a server failure).' }),
+  reason: Type.Optional(Type.String({ description: 'Why nothing was counted, when that is the case.' })),
+}, { description: 'What the collector did with the beacon (every answer, errors included).' });
+
 /** How the public tag and collector appear in the OpenAPI document (they are raw routes: no API key, no envelope). */
 export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
   {
@@ -397,9 +407,10 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
       + 'at most 8 KB and 50 events; OPTIONS answers the CORS preflight). Only running tests of the key\'s own property '
       + 'count; the variant is the server\'s own hash of visitor and test, never the browser\'s word; a visitor outside '
       + 'the traffic split is ignored; a goal counts only for a visitor already shown the test, once. Bots and requests '
-      + 'without a user agent are answered 202 and ignored. Other answers carry the same JSON with a reason: 400 for a '
-      + 'malformed beacon, 403 when Origin/Referer is not on the property\'s domain, 404 for an unknown key; 429 (text, '
-      + 'with Retry-After) over OPTIMIZE_COLLECT_LIMIT beacons per minute per client address.',
+      + 'without a user agent are answered 202 and ignored. Every other answer carries the same JSON (application/json) '
+      + 'with a reason: 400 for a malformed beacon (a public key that is not olpk_ and letters or digits is "bad key"), '
+      + '403 when Origin/Referer is not on the property\'s domain, 404 for an unknown key, 429 (with Retry-After) over '
+      + 'OPTIMIZE_COLLECT_LIMIT beacons per minute per client address, 500 when the server failed.',
     body: Type.Object({
       k: Type.String({ description: 'The property\'s public key.' }),
       v: Type.String({ description: 'The visitor id (the rd_sid cookie).' }),
@@ -408,18 +419,23 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
         x: Type.String({ description: 'The test id.' }),
       }, { description: 'One event.' }), { maxItems: 50, description: 'The events of this beacon.' }),
     }, { description: 'One beacon.' }),
-    response: { status: 202, description: 'Accepted (counted or ignored).', schema: Type.Object({
-      status: Type.Integer({ description: 'The HTTP status, repeated.' }),
-      accepted: Type.Integer({ description: 'Events counted.' }),
-      ignored: Type.Integer({ description: 'Events not counted (not running, outside the split, repeated, a bot ...).' }),
-      reason: Type.Optional(Type.String({ description: 'Why nothing was counted, when that is the case.' })),
-    }, { description: 'What the collector did with the beacon.' }) },
+    response: { status: 202, description: 'Accepted (counted or ignored).', schema: CollectOutcomeSchema },
     plainErrors: {
-      400: 'A malformed beacon: the same JSON, reason naming what is wrong, nothing counted.',
-      403: 'Origin (or Referer) is not on the property\'s domain: the same JSON with the reason, nothing counted.',
-      404: 'Unknown public key: the same JSON with the reason.',
-      429: 'Over OPTIMIZE_COLLECT_LIMIT beacons per minute from this client address (text, with Retry-After).',
+      400: 'A malformed beacon (reason: "bad key", "bad visitor id", "bad events", "bad event", "not JSON", "body too '
+        + 'large", ...): nothing counted.',
+      403: 'Origin (or Referer) is not on the property\'s domain: nothing counted.',
+      404: 'Unknown public key: nothing counted.',
+      429: 'Over OPTIMIZE_COLLECT_LIMIT beacons per minute from this client address (reason "rate limited", with '
+        + 'Retry-After): the beacon is not read.',
+      500: 'The server failed (reason "internal error"): nothing counted; the tag does not retry.',
     },
+    plainJson: { schema: CollectOutcomeSchema, examples: {
+      400: { status: 400, accepted: 0, ignored: 0, reason: 'bad key' },
+      403: { status: 403, accepted: 0, ignored: 1, reason: 'origin is not on the property domain' },
+      404: { status: 404, accepted: 0, ignored: 1, reason: 'unknown public key' },
+      429: { status: 429, accepted: 0, ignored: 0, reason: 'rate limited' },
+      500: { status: 500, accepted: 0, ignored: 0, reason: 'internal error' },
+    } },
     examples: {
       request: { k: 'olpk_3kQ9vX2mZr7T', v: 'v_8fJ2kq0ZbY', e: [{ t: 'i', x: '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98' }] },
       response: { status: 202, accepted: 1, ignored: 0 },
@@ -430,7 +446,7 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
 /** The public tag (GET /v1/optimize/tag.js?k=) and collector (POST /v1/optimize/collect): no API key, the public key
  *  only names the property. */
 export function registerOptimizePublic(gateway: HttpGateway): void {
-  const { db, redis, key, log, config: { optimize } } = gateway.deps;
+  const { db, redis, key, config: { optimize } } = gateway.deps;
   const configs = new LiveConfigs(db);
   const collector = new Collector(redis, key, configs);
   const limiter = new FixedWindowLimiter(redis, { leaseShare: 0.01 });
@@ -439,7 +455,7 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
 
   gateway.addRaw('GET', '/v1/optimize/tag.js', async (req) => {
     const k = new URLSearchParams(req.query).get('k') ?? '';
-    const config = /^olpk_[A-Za-z0-9]{1,40}$/.test(k) ? await configs.get(k) : null;
+    const config = PUBLIC_KEY.test(k) ? await configs.get(k) : null;
     if (!config) return text(404, '/* unknown property key */\n');
     const host = pageHost(req.headers);
     if (!config.verified && host && hostOnDomain(host, config.domain)) {
@@ -455,15 +471,13 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
   // A page posting JSON with fetch() preflights; sendBeacon's text/plain does not. Raw routes take any method uWS passes.
   gateway.addRaw('OPTIONS' as 'POST', '/v1/optimize/collect', () => ({ status: 204, contentType: 'text/plain', body: '', headers: {
     ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '86400' } }));
+  // Every answer of the collector, errors included, is its own JSON ({status, accepted, ignored, reason}).
+  const outcome = (out: CollectOutcome, headers: Record<string, string> = cors): RawReply =>
+    ({ status: out.status, contentType: 'application/json', body: JSON.stringify(out), headers });
+  const refused = (status: number, reason: string) => ({ status, accepted: 0, ignored: 0, reason });
   gateway.addRaw('POST', '/v1/optimize/collect', async (req) => {
     const d = await limiter.take(key('rl', 'optimize', req.remote), optimize.collectLimit);
-    if (!d.allowed) return { ...text(429, 'rate limited\n'), headers: { ...cors, 'retry-after': String(d.resetSeconds) } };
-    try {
-      const out = await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers));
-      return { status: out.status, contentType: 'application/json', body: JSON.stringify(out), headers: cors };
-    } catch (err) {
-      log.error({ err }, 'optimize collect failed');
-      return text(500, 'internal error\n');
-    }
-  });
+    if (!d.allowed) return outcome(refused(429, 'rate limited'), { ...cors, 'retry-after': String(d.resetSeconds) });
+    return outcome(await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers)));
+  }, { failure: (status, reason) => outcome(refused(status, reason)) });
 }

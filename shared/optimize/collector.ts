@@ -4,7 +4,7 @@ import type { Keyer } from '../redis.ts';
 import { readFileSync } from 'node:fs';
 import { script, type ScriptFn } from '../redis-scripts.ts';
 import { assignVariant, VISITOR_ID } from './bucketing.ts';
-import { hostOnDomain } from './properties.ts';
+import { hostOnDomain, PUBLIC_KEY } from './properties.ts';
 import type { LiveConfigs } from './live-config.ts';
 
 // The public collector: the tag's beacons ({k: public key, v: visitor id, e: [{t: 'i' | 'g', x: test id}]}) become
@@ -40,7 +40,7 @@ function parseBeacon(body: Buffer | null): Beacon | string {
   try { b = JSON.parse(body.toString('utf8')); } catch { return 'not JSON'; }
   if (!b || typeof b !== 'object') return 'not an object';
   const o = b as Record<string, unknown>;
-  if (typeof o.k !== 'string' || o.k.length > 64) return 'bad key';
+  if (typeof o.k !== 'string' || !PUBLIC_KEY.test(o.k)) return 'bad key';
   if (typeof o.v !== 'string' || !VISITOR_ID.test(o.v)) return 'bad visitor id';
   if (!Array.isArray(o.e) || o.e.length === 0 || o.e.length > MAX_EVENTS_PER_BEACON) return 'bad events';
   for (const e of o.e) {
@@ -84,7 +84,7 @@ export class Collector {
     const args: string[] = [];
     for (const e of b.e) {
       const test = config.byId.get(e.x);
-      const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants) : null;
+      const variant = test ? assignVariant(test.id, b.v, test.traffic_split, test.variants, test.hash_version) : null;
       if (!test || !variant) continue;
       keys.push(seenKey(this.key, test.id), convertedKey(this.key, test.id));
       args.push(e.t, test.id, variant.id, test.goal.type, b.v);

@@ -1,4 +1,5 @@
 import type { Db } from '../db.ts';
+import type { HashVersion } from './bucketing.ts';
 import type { Goal } from './goals.ts';
 import type { Op } from './ops.ts';
 
@@ -9,7 +10,7 @@ import type { Op } from './ops.ts';
 export const CONFIG_TTL_MS = 1000;
 
 export interface LiveVariant { id: string; weight: number; ops: Op[]; redirect_url: string | null; is_control: boolean }
-export interface LiveTest { id: string; page_url: string; traffic_split: number; goal: Goal; variants: LiveVariant[] }
+export interface LiveTest { id: string; page_url: string; traffic_split: number; hash_version: HashVersion; goal: Goal; variants: LiveVariant[] }
 export interface ShippedChange { id: string; page_url: string; ops: Op[]; redirect_url: string | null }
 export interface PropertyConfig {
   propertyId: string;
@@ -25,7 +26,7 @@ async function load(db: Db, publicKey: string): Promise<PropertyConfig | null> {
   const p = await db.oneOrNone('SELECT id, organization_id, domain, verified_at FROM optimize_properties WHERE public_key = $1', [publicKey]);
   if (!p) return null;
   const rows = await db.any(
-    `SELECT t.id, t.page_url, t.traffic_split, t.goal, t.status, t.shipped_variant_id,
+    `SELECT t.id, t.page_url, t.traffic_split, t.hash_version, t.goal, t.status, t.shipped_variant_id,
             json_agg(json_build_object('id', v.id, 'weight', v.weight, 'ops', v.ops, 'redirect_url', v.redirect_url,
                      'is_control', v.is_control) ORDER BY v.position) AS variants
        FROM optimize_tests t JOIN optimize_variants v ON v.test_id = t.id
@@ -35,7 +36,7 @@ async function load(db: Db, publicKey: string): Promise<PropertyConfig | null> {
   const shipped: ShippedChange[] = [];
   for (const r of rows) {
     const variants: LiveVariant[] = r.variants.map((v: LiveVariant) => ({ ...v, weight: Number(v.weight) }));
-    if (r.status === 'running') running.push({ id: r.id, page_url: r.page_url, traffic_split: Number(r.traffic_split), goal: r.goal, variants });
+    if (r.status === 'running') running.push({ id: r.id, page_url: r.page_url, traffic_split: Number(r.traffic_split), hash_version: r.hash_version, goal: r.goal, variants });
     else {
       const v = variants.find((x) => x.id === r.shipped_variant_id)!;
       shipped.push({ id: r.id, page_url: r.page_url, ops: v.ops, redirect_url: v.redirect_url });

@@ -6,6 +6,9 @@ import type { Db } from '../db.ts';
 // collector (it grants nothing else). verified_at is set the first time the tag loads from a page on the domain.
 
 export const PUBLIC_KEY_PREFIX = 'olpk_';
+/** What a public key can look like (keys are made as olpk_ + 24 letters and digits). The tag and the collector refuse
+ *  anything else before a lookup, so no stray text (NUL, an unpaired surrogate) ever reaches PostgreSQL. */
+export const PUBLIC_KEY = /^olpk_[A-Za-z0-9]{1,40}$/;
 
 export interface PropertyRow {
   id: string; organization_id: string; domain: string; name: string; public_key: string;

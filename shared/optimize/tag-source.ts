@@ -16,6 +16,13 @@ import type { PropertyConfig } from './live-config.ts';
 
 export const GUARD_MS = 1000;
 
+/** bucketing.ts's unitHash (h: string, hash version) and assignVariant (pick: a test of the config, visitor id) in the
+ *  tag's JavaScript; test/optimize/bucketing.test.ts checks they agree with the server's for both hash versions. */
+export const TAG_BUCKETING = `function h(s,n){var x=0x811c9dc5,i;for(i=0;i<s.length;i++){x^=s.charCodeAt(i);x=Math.imul(x,0x01000193)>>>0}
+if(n>=2){x^=x>>>16;x=Math.imul(x,0x85ebca6b);x^=x>>>13;x=Math.imul(x,0xc2b2ae35);x^=x>>>16;x>>>=0}return x/4294967296}
+function pick(t,V){if(h(t.i+"."+V+".split",t.h)>=t.s)return null;var tot=0,i,x;for(i=0;i<t.v.length;i++)tot+=t.v[i].w;
+x=h(t.i+"."+V,t.h)*tot;for(i=0;i<t.v.length;i++){if(x<t.v[i].w)return t.v[i];x-=t.v[i].w}return t.v[t.v.length-1]}`;
+
 const SOURCE = `(function(C){var w=window,d=document,n=navigator,N="openlineOptimize";if(w[N])return;
 var O={visitorId:null,variants:{}};w[N]=O;if(!n.userAgent||C.b.test(n.userAgent))return;
 function ck(){var m=/(?:^|; )rd_sid=([A-Za-z0-9_-]{8,64})/.exec(d.cookie);if(m)return m[1];var a=new Uint8Array(16),s="",i;
@@ -23,9 +30,7 @@ function ck(){var m=/(?:^|; )rd_sid=([A-Za-z0-9_-]{8,64})/.exec(d.cookie);if(m)r
 for(i=0;i<16;i++)s+="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".charAt(a[i]&63);
 d.cookie="rd_sid="+s+"; path=/; max-age=31536000; samesite=lax"+(location.protocol=="https:"?"; secure":"");return s}
 var V=O.visitorId=ck();
-function h(s){var x=0x811c9dc5,i;for(i=0;i<s.length;i++){x^=s.charCodeAt(i);x=Math.imul(x,0x01000193)>>>0}return x/4294967296}
-function pick(t){if(h(t.i+"."+V+".split")>=t.s)return null;var tot=0,i,x;for(i=0;i<t.v.length;i++)tot+=t.v[i].w;
-x=h(t.i+"."+V)*tot;for(i=0;i<t.v.length;i++){if(x<t.v[i].w)return t.v[i];x-=t.v[i].w}return t.v[t.v.length-1]}
+${TAG_BUCKETING}
 function np(p){return p.length>1?p.replace(/\\/+$/,""):p}
 function here(u){try{var p=new URL(u,location.href);return p.host==location.host&&np(p.pathname)==np(location.pathname)}catch(e){return false}}
 var Q=[],T=0;function flush(){clearTimeout(T);T=0;if(!Q.length)return;var b=JSON.stringify({k:C.k,v:V,e:Q});Q=[];
@@ -45,7 +50,7 @@ function use(list){for(var i=0;i<list.length;i++)ops.push({op:list[i].op,selecto
 name:list[i].name,property:list[i].property,d:new WeakSet()})}
 var go=null,act=[];
 for(var i=0;i<C.p.length;i++){var s=C.p[i];if(here(s.u)){if(s.r){go=s.r;break}use(s.o)}}
-for(i=0;i<C.t.length&&!go;i++){var t=C.t[i],v=pick(t);if(!v)continue;
+for(i=0;i<C.t.length&&!go;i++){var t=C.t[i],v=pick(t,V);if(!v)continue;
 var on=here(t.u),seen=ls("ol_s_"+t.i)==v.i;if(on){O.variants[t.i]=v.i;q({t:"i",x:t.i});ls("ol_s_"+t.i,v.i);if(v.r){go=v.r}else use(v.o)}
 if(on||seen||(v.r&&here(v.r)))act.push(t)}
 if(go){flush();location.replace(go);return}
@@ -72,7 +77,7 @@ export function tagScript(config: PropertyConfig, publicKey: string, collectorUr
   const c = {
     k: publicKey, c: collectorUrl, f: 500, g: GUARD_MS,
     t: config.running.map((t) => ({
-      i: t.id, u: t.page_url, s: t.traffic_split, g: t.goal,
+      i: t.id, u: t.page_url, s: t.traffic_split, h: t.hash_version, g: t.goal,
       v: t.variants.map((v) => ({ i: v.id, w: v.weight, o: v.ops, r: v.redirect_url })),
     })),
     p: config.shipped.map((s) => ({ u: s.page_url, o: s.ops, r: s.redirect_url })),

@@ -2,6 +2,7 @@ import type { Db, Tx, WithinTx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
+import { CURRENT_HASH_VERSION, type HashVersion } from './bucketing.ts';
 import { goalErrors, normalizeGoal, type Goal } from './goals.ts';
 import { opErrors, unsafeUrlReason, type Op } from './ops.ts';
 import { hostOnDomain, type PropertyRow } from './properties.ts';
@@ -15,7 +16,7 @@ export const MAX_VARIANTS = 10;
 
 export interface TestRow {
   id: string; organization_id: string; property_id: string; name: string; page_url: string; hypothesis: string | null;
-  goal: Goal; status: TestStatus; traffic_split: string | number; winner_variant_id: string | null;
+  goal: Goal; status: TestStatus; traffic_split: string | number; hash_version: HashVersion; winner_variant_id: string | null;
   shipped_variant_id: string | null; started_at: Date | null; completed_at: Date | null; shipped_at: Date | null;
   archived_at: Date | null; created_at: Date; updated_at: Date;
 }
@@ -39,7 +40,7 @@ export const variantView = (v: VariantRow) => ({
 export function testView({ test: t, variants }: TestWithVariants) {
   return {
     id: t.id, property_id: t.property_id, name: t.name, page_url: t.page_url, hypothesis: t.hypothesis, goal: t.goal,
-    status: t.status, traffic_split: Number(t.traffic_split), winner_variant_id: t.winner_variant_id,
+    status: t.status, traffic_split: Number(t.traffic_split), hash_version: t.hash_version, winner_variant_id: t.winner_variant_id,
     shipped_variant_id: t.shipped_variant_id, variants: variants.map(variantView),
     started_at: t.started_at?.toISOString() ?? null, completed_at: t.completed_at?.toISOString() ?? null,
     shipped_at: t.shipped_at?.toISOString() ?? null, created_at: t.created_at.toISOString(), updated_at: t.updated_at.toISOString(),
@@ -143,10 +144,11 @@ export async function createTest(db: Db, organizationId: string, input: TestInpu
   const status: TestStatus = input.start ? 'running' : 'draft';
   const out = await db.tx(async (tx) => {
     const test: TestRow = await tx.one(
-      `INSERT INTO optimize_tests (id, organization_id, property_id, name, page_url, hypothesis, goal, status, traffic_split, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $8 = 'running' THEN now() END) RETURNING *`,
+      `INSERT INTO optimize_tests (id, organization_id, property_id, name, page_url, hypothesis, goal, status, traffic_split,
+                                   hash_version, started_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $8 = 'running' THEN now() END) RETURNING *`,
       [id, organizationId, property!.id, input.name, input.page_url, input.hypothesis ?? null, JSON.stringify(normalizeGoal(input.goal)),
-        status, input.traffic_split ?? 1]);
+        status, input.traffic_split ?? 1, CURRENT_HASH_VERSION]);
     const variants: VariantRow[] = [];
     for (const [i, v] of vs.entries()) {
       variants.push(await tx.one(

@@ -71,7 +71,7 @@ window.__frames.push([h?h.textContent:null,getComputedStyle(document.documentEle
   const visitorIn = (test: typeof headline, variantIndex: number, salt: string) => {
     for (let i = 0; ; i++) {
       const id = `${salt}${String(i).padStart(8, '0')}`;
-      if (assignVariant(test.id, id, test.traffic_split, test.variants)?.id === test.variants[variantIndex].id) return id;
+      if (assignVariant(test.id, id, test.traffic_split, test.variants, test.hash_version)?.id === test.variants[variantIndex].id) return id;
     }
   };
 
@@ -153,7 +153,7 @@ window.__frames.push([h?h.textContent:null,getComputedStyle(document.documentEle
       const { page: p } = await visitorPage(id);
       await p.goto(`${site}/split`);
       const o = await note(p);
-      const want = assignVariant(split.id, id, split.traffic_split, split.variants);
+      const want = assignVariant(split.id, id, split.traffic_split, split.variants, split.hash_version);
       t.equal(o.variants[split.id] ?? null, want?.id ?? null, `visitor ${i}: the browser's variant is the server's`);
       t.equal(await p.textContent('#headline'), want?.id === split.variants[1].id ? 'Split B' : 'Split page');
       if (want) enrolled++;
@@ -184,7 +184,7 @@ window.__frames.push([h?h.textContent:null,getComputedStyle(document.documentEle
       }, 60_000, 200);
       const mine = list.filter((c: { visitor_id: string }) => c.visitor_id === id);
       t.equal(mine.length, 1, `${goal}: once`);
-      t.match(mine[0], { source: 'tag', goal_type: goal, variant_id: assignVariant(test.id, id, 1, test.variants)!.id });
+      t.match(mine[0], { source: 'tag', goal_type: goal, variant_id: assignVariant(test.id, id, 1, test.variants, test.hash_version)!.id });
     }
     t.same(problems, []);
   });

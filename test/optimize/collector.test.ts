@@ -37,7 +37,7 @@ const total = async (testId: string) => (await counts(testId)).reduce((s, r) => 
 function expected(tw: typeof test, from: number, to: number) {
   const per = new Map<string, number>();
   for (let i = from; i < to; i++) {
-    const v = assignVariant(tw.id, visitor(i), tw.traffic_split, tw.variants);
+    const v = assignVariant(tw.id, visitor(i), tw.traffic_split, tw.variants, tw.hash_version);
     if (v) per.set(v.id, (per.get(v.id) ?? 0) + 1);
   }
   return per;
@@ -52,11 +52,23 @@ t.test('the collector refuses what it must not count', async (t) => {
   t.equal((await collect({ k: prop.public_key, v: visitor(0), e: [{ t: 'i', x: test.id }] }, { 'user-agent': 'Googlebot/2.1 (+http://www.google.com/bot.html)' })).body.reason, 'bot');
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: test.id }] }, { 'user-agent': '' })).body.reason, 'bot', 'no user agent');
   t.equal((await collect({ k: 'olpk_nope', v: visitor(1), e: [{ t: 'i', x: test.id }] })).status, 404, 'unknown key');
+  const nul = await collect({ k: 'a\u0000b', v: visitor(1), e: [{ t: 'i', x: test.id }] });
+  t.equal(nul.status, 400, 'NUL in the key (the issue\'s case): 400, not a PostgreSQL error');
+  t.same(nul.body, { status: 400, accepted: 0, ignored: 0, reason: 'bad key' });
+  t.same((await collect({ k: 'olpk_\ud800', v: visitor(1), e: [{ t: 'i', x: test.id }] })).body.reason, 'bad key', 'unpaired surrogate in the key');
+  t.same((await collect({ k: `${prop.public_key}!`, v: visitor(1), e: [{ t: 'i', x: test.id }] })).body.reason, 'bad key', 'not a key\'s shape');
   t.equal((await collect('{"k":')).status, 400, 'malformed');
   t.equal((await collect({ k: prop.public_key, v: 'bad id!', e: [{ t: 'i', x: test.id }] })).status, 400, 'bad visitor id');
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'x', x: test.id }] })).status, 400, 'bad event kind');
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: Array(51).fill({ t: 'i', x: test.id }) })).status, 400, 'too many events');
-  t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: test.id }], pad: 'x'.repeat(9000) })).status, 400, 'body too large');
+  for (const size of [9000, 2 * 1024 * 1024]) {
+    // Over the collector's 8 KB, and over the gateway's 1 MB body limit (refused before the collector reads it).
+    const big = await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: test.id }], pad: 'x'.repeat(size) });
+    t.equal(big.status, 400, `body too large (${size} bytes)`);
+    t.match(big.headers['content-type'], /^application\/json/);
+    t.same(big.body, { status: 400, accepted: 0, ignored: 0, reason: 'body too large' });
+    t.equal(big.headers['access-control-allow-origin'], '*');
+  }
   t.equal((await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: test.id }] }, { origin: 'https://evil.example.net' })).status, 403, 'foreign origin');
   const cross = await collect({ k: prop.public_key, v: visitor(1), e: [{ t: 'i', x: foreign.id }] });
   t.equal(cross.body.accepted, 0, 'a test of another property is never counted with this key');
@@ -99,7 +111,7 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
     t.same(Object.fromEntries(got.map((r) => [r.variant_id, r.impressions])), Object.fromEntries([...want].sort()), `${tw === test ? 'full' : 'half'} split: impressions exact per variant`);
     const assigned = await env.db.any('SELECT visitor_id, variant_id FROM optimize_assignments WHERE test_id = $1', [tw.id]);
     t.equal(assigned.length, [...want.values()].reduce((a, b) => a + b, 0), 'one assignment per enrolled visitor');
-    t.ok(assigned.every((a) => assignVariant(tw.id, a.visitor_id, tw.traffic_split, tw.variants)?.id === a.variant_id), 'assignments are the server\'s hash');
+    t.ok(assigned.every((a) => assignVariant(tw.id, a.visitor_id, tw.traffic_split, tw.variants, tw.hash_version)?.id === a.variant_id), 'assignments are the server\'s hash');
   }
   const h = [...expected(half, 0, N + 100).values()].reduce((a, b) => a + b, 0);
   t.ok(h > (N + 100) * 0.4 && h < (N + 100) * 0.6, `traffic_split 0.5 enrolls about half (${h} of ${N + 100})`);
@@ -113,7 +125,7 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
   // API conversions find the assignment the collector recorded (even before the rollup reached it).
   const r = await env.request('POST', '/v1/optimize/conversions', { key, body: { test_id: test.id, visitor_id: visitor(5), value: 12.5 } });
   t.equal(r.status, 200);
-  t.equal(r.body.data.variant_id, assignVariant(test.id, visitor(5), 1, test.variants)!.id);
+  t.equal(r.body.data.variant_id, assignVariant(test.id, visitor(5), 1, test.variants, test.hash_version)!.id);
 
   // The rollup applies the completion rule to the tests it counted for: a clear winner completes with its event.
   const win = await mkTest(key, 'https://site.example.com/win');
@@ -131,6 +143,21 @@ t.test('rollup is exact across SIGKILLs between read and commit and between comm
   await healthy.kill('SIGTERM');
 });
 
+t.test('a server failure answers the collector\'s JSON too (500), not text', async (t) => {
+  // A real failure of the property lookup: the table is briefly out of reach (a key the 1 s config cache never saw).
+  await env.db.none('ALTER TABLE optimize_properties RENAME TO optimize_properties_away');
+  let r;
+  try {
+    r = await collect({ k: 'olpk_NeverSeenBefore1', v: visitor(1), e: [{ t: 'i', x: test.id }] });
+  } finally {
+    await env.db.none('ALTER TABLE optimize_properties_away RENAME TO optimize_properties');
+  }
+  t.equal(r.status, 500);
+  t.match(r.headers['content-type'], /^application\/json/);
+  t.same(r.body, { status: 500, accepted: 0, ignored: 0, reason: 'internal error' });
+  t.equal(r.headers['access-control-allow-origin'], '*', 'readable by the page like every other answer');
+});
+
 t.test('a paused test stops counting; per-client rate bound', async (t) => {
   await env.request('PATCH', `/v1/optimize/tests/${test.id}`, { key, body: { status: 'paused' } });
   await new Promise((r) => setTimeout(r, 1100)); // the collector's property cache lives one second
@@ -139,9 +166,11 @@ t.test('a paused test stops counting; per-client rate bound', async (t) => {
   const config = { ...env.config, optimize: { ...env.config.optimize, collectLimit: 3 } };
   const strict = await startGateway({ config, log: createLogger('gateway', 'warn') });
   t.teardown(() => strict.close());
-  const statuses: number[] = [];
-  for (let i = 0; i < 6; i++) {
-    statuses.push((await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: half.id }] }, {}, strict.url)).status);
-  }
-  t.ok(statuses.includes(429), `over the per-client bound: 429 (${statuses})`);
+  const answers = [];
+  for (let i = 0; i < 6; i++) answers.push(await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: half.id }] }, {}, strict.url));
+  const limited = answers.find((r) => r.status === 429);
+  t.ok(limited, `over the per-client bound: 429 (${answers.map((r) => r.status)})`);
+  t.match(limited?.headers['content-type'], /^application\/json/, 'JSON like every collector answer');
+  t.same(limited?.body, { status: 429, accepted: 0, ignored: 0, reason: 'rate limited' });
+  t.ok(Number(limited?.headers['retry-after']) >= 1, 'with Retry-After');
 });
