@@ -1,3 +1,4 @@
+import { sha256hex } from '../../shared/ids.ts';
 import { Type } from '@sinclair/typebox';
 import { WebhookReceiver } from 'livekit-server-sdk';
 import { publishCarrierEvent } from '../../shared/carriers/carrier.ts';
@@ -72,8 +73,10 @@ export function registerLiveKitWebhook(gateway: HttpGateway, s: LiveKitSettings)
     // numbered event: the same number, hence the same job id). Answers and ends are numbered in receipt order.
     if (carrierEvent) {
       const { redis, key } = gateway.deps;
-      const numbered = await sequenceAtReceipt(redis, key, carrierEvent, `lk-${ev.id}`);
-      await publishCarrierEvent(gateway.deps.calls.queues.carrierEvents, numbered, { dedupId: `lk-${ev.id}` });
+      // BullMQ refuses ':' in a job id: an event id that is not a plain token is named by its hash instead.
+      const eventKey = `lk-${/^[A-Za-z0-9_-]{1,128}$/.test(ev.id) ? ev.id : sha256hex(ev.id)}`;
+      const numbered = await sequenceAtReceipt(redis, key, carrierEvent, eventKey);
+      await publishCarrierEvent(gateway.deps.calls.queues.carrierEvents, numbered, { dedupId: eventKey });
     }
     return json(200, { received: true, mapped: carrierEvent !== null });
   });

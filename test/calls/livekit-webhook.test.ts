@@ -72,3 +72,14 @@ t.test('a leg answer and end are numbered in receipt order; a retried delivery k
   t.same(mine.map((j) => [j.id, j.data.kind, j.data.seq]).sort(),
     [[`ev-${leg}-1`, 'answered', 1], [`ev-${leg}-2`, 'ended', 2]]);
 });
+
+t.test('an event id that is not a plain token (":" is refused in BullMQ job ids) is queued once, not a 500', async (t) => {
+  const ev = await signed(`${CALL}-destination`, 'ringing', 'EV:with:colons/and spaces');
+  const r = await post(ev.body, ev.auth);
+  t.equal(r.status, 200, 'acknowledged');
+  t.same(r.body, { received: true, mapped: true });
+  t.equal((await post(ev.body, ev.auth)).status, 200, 'a retry too');
+  const jobs = (await queue.getJobs(['waiting', 'delayed', 'prioritized'])).filter((j) => j.data.legId === `${CALL}-destination` && j.data.kind === 'ringing');
+  t.equal(jobs.length, 1, 'queued once');
+  t.notMatch(String(jobs[0].id), /:/);
+});
