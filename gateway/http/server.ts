@@ -8,6 +8,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Tx, WithinTx } from '../../shared/db.ts';
 import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
+import { outageReason, STORE_RETRY_AFTER_SECONDS, unreachableStore } from '../../shared/unavailable.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
@@ -137,7 +138,7 @@ export class HttpGateway {
   }
 
   async listen(port: number, host: string): Promise<number> {
-    await this.auth.listen(this.deps.redis);
+    await this.auth.listen(this.deps.redis, this.deps.log);
     this.app = uWS.App().any('/*', (res, req) => this.onRequest(res, req));
     return new Promise((resolve, reject) => {
       this.app!.listen(host, port, (sock) => {
@@ -195,8 +196,14 @@ export class HttpGateway {
     try {
       out = await h({ headers: ex.headers, body, query: ex.query, get remote() { return ex.remote; } });
     } catch (err) {
-      this.deps.log.error({ err }, 'raw route failed');
-      out = { status: 500, contentType: 'text/plain', body: 'internal error' };
+      const store = unreachableStore(err);
+      if (store) {
+        this.deps.log.warn({ store, reason: outageReason(err), path: ex.path }, 'store unreachable');
+        out = { status: 503, contentType: 'text/plain', body: 'service unavailable', headers: { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) } };
+      } else {
+        this.deps.log.error({ err }, 'raw route failed');
+        out = { status: 500, contentType: 'text/plain', body: 'internal error' };
+      }
     }
     if (ex.aborted) return;
     const res = ex.res;
