@@ -30,8 +30,9 @@ export function unreachableStore(err: unknown): Store | null {
     if (typeof code === 'string' && (code.startsWith('08') && code.length === 5 || PG_SHUTDOWN_CODES.has(code))) return 'postgres';
     if (PG_MESSAGES.test(message ?? '')) return 'postgres';
     // ioredis never rejects a command with a raw socket error (it reconnects and flushes its queue with the errors
-    // above), so a bare one comes from a PostgreSQL connection.
-    if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'postgres';
+    // above), so a bare one comes from a PostgreSQL connection. Only a bare one: fetch() wraps the socket error of an
+    // HTTP peer (a provider) as its cause, and that peer is not a store.
+    if (depth === 0 && typeof code === 'string' && NETWORK_CODES.has(code)) return 'postgres';
   }
   return null;
 }

@@ -1,7 +1,7 @@
 // shared/unavailable.ts tells "a store cannot be reached" apart from every other failure, on real errors: a
 // PostgreSQL backend terminated under a connection and a port nobody listens on; a Redis server that was killed and
-// one that was frozen (SIGSTOP) under the gateway's connection options. Ordinary errors of either store stay
-// unclassified (they remain 4xx/500 matters). shared/readiness.ts answers within its timeout while a store hangs.
+// one that was frozen (SIGSTOP) under the gateway's connection options. Ordinary errors of either store, and an HTTP
+// peer refusing a connection, stay unclassified. shared/readiness.ts answers within its timeout while a store hangs.
 import t from 'tap';
 import { createDb } from '../../shared/db.ts';
 import { storeReadiness } from '../../shared/readiness.ts';
@@ -35,6 +35,8 @@ t.test('PostgreSQL: a terminated backend and a refused connection are outages; a
   t.equal(unreachableStore(await failure(env.db.one('SELECT * FROM no_such_table'))), null, 'an undefined table is not an outage');
   t.equal(unreachableStore(await failure(env.db.one('SELECT 1/0'))), null, 'a division by zero is not an outage');
   t.equal(unreachableStore(new Error('boom')), null, 'a plain error is not an outage');
+  const provider = await failure(fetch(`http://127.0.0.1:${await freePort()}/`));
+  t.equal(unreachableStore(provider), null, `an HTTP peer refusing (fetch's cause ${(provider as any).cause?.code}) is not a store outage`);
 });
 
 t.test('Redis with the gateway\'s options: killed or frozen, a command fails in bounded time and is an outage', async (t) => {
