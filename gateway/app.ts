@@ -6,7 +6,9 @@ import type { Config } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { Cursors } from '../shared/pagination.ts';
-import { createRedis, keyer, type Redis } from '../shared/redis.ts';
+import { createRedis, keyer, REQUEST_PATH_REDIS, type Redis } from '../shared/redis.ts';
+import { readinessReply, storeReadiness } from '../shared/readiness.ts';
+import { reportRedisErrors } from '../shared/unavailable.ts';
 import { buildOpenApi } from './http/openapi.ts';
 import { listenUrl } from './http/public-url.ts';
 import { HttpGateway } from './http/server.ts';
@@ -76,7 +78,10 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const { config } = opts;
   const log = opts.log ?? createLogger('gateway', config.logLevel);
   const db = createDb(config.databaseUrl, config.databasePoolMax ?? 20, 'openline-gateway');
-  const redis = createRedis(config.redisUrl);
+  // Requests must answer (503) rather than wait while Redis is unreachable: bounded retries and command time.
+  const redis = createRedis(config.redisUrl, REQUEST_PATH_REDIS);
+  reportRedisErrors(redis, log, 'gateway');
+  const readiness = storeReadiness(db, redis);
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;
   const base = { config, db, redis, log, key: keyer(config.redisPrefix) };
@@ -85,12 +90,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   gateway
     .addRaw('GET', '/healthz', () => ({ status: 200, contentType: 'application/json', body: '{"status":"ok"}' }))
-    .addRaw('GET', '/readyz', async () => {
-      const checks = await Promise.allSettled([db.one('SELECT 1'), redis.ping()]);
-      const [pg, rd] = checks.map((c) => (c.status === 'fulfilled' ? 'ok' : 'down'));
-      const ok = pg === 'ok' && rd === 'ok';
-      return { status: ok ? 200 : 503, contentType: 'application/json', body: JSON.stringify({ status: ok ? 'ready' : 'not_ready', postgres: pg, redis: rd }) };
-    })
+    .addRaw('GET', '/readyz', async () => ({ contentType: 'application/json', ...readinessReply(await readiness()) }))
     .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
     .addRaw('GET', '/v1/openapi.json', () => ({
       status: 200, contentType: 'application/json',

@@ -101,7 +101,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'the original request id.',
   rate_limited: 'Too many requests for this key in the current one-minute window; retry after Retry-After seconds.',
   internal_error: 'An unexpected server error; safe to retry with the same Idempotency-Key.',
-  service_unavailable: 'The gateway is at a capacity limit (for example recordings already streaming); retry after '
+  service_unavailable: 'Temporarily unavailable: the database or Redis cannot be reached (an outage; the message names '
+    + 'which), or the gateway is at a capacity limit (for example recordings already streaming). Not a bug: retry after '
     + 'Retry-After seconds. Without Retry-After: a feature this platform does not offer as configured (the message says '
     + 'which, e.g. an LOA before the operator set PLATFORM_LEGAL_NAME).',
   destination_missing: 'No destination (to_number) was given.',

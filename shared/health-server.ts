@@ -1,8 +1,15 @@
 import { createServer, type Server } from 'node:http';
+import { readinessReply, type Readiness } from './readiness.ts';
 
-/** A small /healthz endpoint for the internal processes (signaling, media, workers). */
-export async function startHealthServer(host: string, port: number, details: () => Promise<Record<string, unknown>>) {
+/** A small /healthz endpoint for the internal processes (signaling, media, workers), and /readyz (shared/readiness.ts)
+ *  when `ready` is given. */
+export async function startHealthServer(host: string, port: number, details: () => Promise<Record<string, unknown>>,
+  ready?: () => Promise<Readiness>) {
   const server: Server = createServer((req, res) => {
+    if (req.url === '/readyz' && ready) {
+      void ready().then((r) => { const { status, body } = readinessReply(r); res.writeHead(status, { 'content-type': 'application/json' }).end(body); });
+      return;
+    }
     if (req.url !== '/healthz') { res.writeHead(404).end(); return; }
     details().then(
       (d) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok', ...d })),

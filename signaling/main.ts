@@ -5,6 +5,8 @@ import { createDb } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
+import { readinessReply, storeReadiness } from '../shared/readiness.ts';
+import { reportRedisErrors } from '../shared/unavailable.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
 import { renderMetrics } from './metrics.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignaling } from './reconciler.ts';
@@ -13,12 +15,13 @@ import { loadMediaSettings } from '../shared/media/settings.ts';
 import { MediaLink } from './media.ts';
 
 // Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
-// reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz and /metrics.
+// reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz, /readyz and /metrics.
 const config = loadConfig();
 const log = createLogger('signaling', config.logLevel);
 await runProcess(log, async () => {
   const db = createDb(config.databaseUrl, config.databasePoolMax ?? 10, 'openline-signaling');
   const redis = createRedis(config.redisUrl);
+  reportRedisErrors(redis, log, 'signaling');
   await Promise.all([db.one('SELECT 1'), redis.ping()]);
   const rt = new CallRuntime({ config, db, redis, key: keyer(config.redisPrefix), log }, false);
   const instance = randomToken(12);
@@ -37,6 +40,15 @@ await runProcess(log, async () => {
   await phone.start(app);
   app.get('/healthz', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'ok', proc: 'signaling', instance }));
+  });
+  const readiness = storeReadiness(db, redis);
+  app.get('/readyz', (res) => {
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    void readiness().then((r) => {
+      const { status, body } = readinessReply(r);
+      if (!aborted) res.cork(() => res.writeStatus(status === 200 ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(body));
+    });
   });
   app.get('/metrics', (res) => {
     let aborted = false;

@@ -2,6 +2,7 @@ import { Worker } from 'bullmq';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { startHealthServer } from '../shared/health-server.ts';
+import { storeReadiness } from '../shared/readiness.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
@@ -30,7 +31,7 @@ await runProcess(log, async () => {
   const services = await Promise.all(SERVICES.map(async (s) => ({ name: s.name, handle: await s.start(deps) })));
   const health = await startHealthServer(config.host, config.workersPort, async () => ({
     proc: 'workers', queues: PROCESSORS.map((p) => p.queue), services: services.map((s) => s.name),
-  }));
+  }), storeReadiness(db, redis));
   return {
     info: { health: `http://${config.host}:${health.port}/healthz`, queues: PROCESSORS.map((p) => p.queue) },
     stop: async () => {

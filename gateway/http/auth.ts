@@ -7,6 +7,8 @@ import { onBroadcast } from '../../shared/broadcast.ts';
 import type { Db } from '../../shared/db.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Keyer } from '../../shared/redis.ts';
+import type { Logger } from '../../shared/log.ts';
+import { reportRedisErrors } from '../../shared/unavailable.ts';
 import type { Scope } from '../../shared/scopes.ts';
 import type { Config } from '../../shared/config.ts';
 import { CLIENT_TOKEN_PREFIX, clientTokenSigner, type ClientTokenSigner } from '../../shared/tokens/client-token.ts';
@@ -40,8 +42,9 @@ export class Authenticator {
     return clientTokenSigner(this.db, this.config);
   }
 
-  async listen(redis: Redis): Promise<void> {
+  async listen(redis: Redis, log: Logger): Promise<void> {
     this.subscriber = redis.duplicate({ enableAutoPipelining: false });
+    reportRedisErrors(this.subscriber, log, 'key-revocations');
     // Confirmed once the key is gone from this cache: the revoker waits for every gateway's confirmation.
     await onBroadcast(this.subscriber, redis, this.key, KEY_REVOKED_CHANNEL, (keyId) => this.forget(keyId));
   }

@@ -7,13 +7,13 @@ import type { AnyRoute, RawRouteDoc } from './types.ts';
 const plain = (s: TSchema) => JSON.parse(JSON.stringify(s));
 
 /** Codes the pipeline itself can answer on every authenticated route (not_found and idempotency_conflict are added
- *  where they apply: routes with an id in the path, mutating methods). */
-const GENERAL: ErrorCode[] = ['validation_error', 'unauthorized', 'scope_missing', 'rate_limited', 'internal_error'];
+ *  where they apply: routes with an id in the path, mutating methods); service_unavailable while a store is down. */
+const GENERAL: ErrorCode[] = ['validation_error', 'unauthorized', 'scope_missing', 'rate_limited', 'internal_error', 'service_unavailable'];
 
 /** The error codes one route can answer: its own plus the pipeline's, in the order the statuses are listed. */
 export function routeErrorCodes(r: AnyRoute, raw = false): ErrorCode[] {
   // A raw route (outside the pipeline) answers only its own codes and unexpected failures.
-  const codes: ErrorCode[] = raw ? ['internal_error'] : r.scope ? [...GENERAL] : ['validation_error', 'internal_error'];
+  const codes: ErrorCode[] = raw ? ['internal_error'] : r.scope ? [...GENERAL] : ['validation_error', 'internal_error', 'service_unavailable'];
   if (r.path.includes('{')) codes.push('not_found');
   if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
   return [...new Set([...codes, ...(r.errors ?? [])])];
@@ -101,7 +101,8 @@ authenticated response carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`,
 ## Errors
 Branch on \`error.code\`, never on the message. \`fields\` maps each offending request field to the reason. Call
 errors carry \`category\` (invalid_request, compliance_block, account_limit, provider_error). 429 and 5xx are
-retryable (with the same Idempotency-Key). Each operation below lists every code it can answer and what it means.
+retryable (with the same Idempotency-Key); a 503 \`service_unavailable\` (a store briefly unreachable) carries
+Retry-After. Each operation below lists every code it can answer and what it means.
 
 ## Versioning
 Paths start with \`/v1\` (\`/api/v1\` for webhook subscriptions). A deprecated route or spelling answers with

@@ -8,6 +8,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Tx, WithinTx } from '../../shared/db.ts';
 import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
+import { outageReason, STORE_RETRY_AFTER_SECONDS, unreachableStore } from '../../shared/unavailable.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
@@ -38,8 +39,9 @@ interface Compiled {
 export interface RawReply { status: number; contentType: string; body: string | Buffer; headers?: Record<string, string> }
 export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | null; query: string; readonly remote: string }) => Promise<RawReply> | RawReply;
 /** How a raw route answers a failure outside its handler's own answers: a body over MAX_BODY_BYTES (400, "body too
- *  large") or a handler that threw (500, "internal error"). The default is that reason as text/plain. */
-export type RawFailure = (status: 400 | 500, reason: string) => RawReply;
+ *  large"), a handler that threw (500, "internal error") or one that could not reach PostgreSQL or Redis (503,
+ *  "service unavailable", with Retry-After added). The default is that reason as text/plain. */
+export type RawFailure = (status: 400 | 500 | 503, reason: string) => RawReply;
 const textFailure: RawFailure = (status, reason) => ({ status, contentType: 'text/plain', body: reason });
 interface RawEntry { handler: RawRoute; failure: RawFailure }
 
@@ -142,7 +144,7 @@ export class HttpGateway {
   }
 
   async listen(port: number, host: string): Promise<number> {
-    await this.auth.listen(this.deps.redis);
+    await this.auth.listen(this.deps.redis, this.deps.log);
     this.app = uWS.App().any('/*', (res, req) => this.onRequest(res, req));
     return new Promise((resolve, reject) => {
       this.app!.listen(host, port, (sock) => {
@@ -200,8 +202,15 @@ export class HttpGateway {
     try {
       out = await raw.handler({ headers: ex.headers, body, query: ex.query, get remote() { return ex.remote; } });
     } catch (err) {
-      this.deps.log.error({ err, path: ex.path }, 'raw route failed');
-      out = raw.failure(500, 'internal error');
+      const store = unreachableStore(err);
+      if (store) {
+        this.deps.log.warn({ store, reason: outageReason(err), path: ex.path }, 'store unreachable');
+        const failed = raw.failure(503, 'service unavailable');
+        out = { ...failed, headers: { ...failed.headers, 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) } };
+      } else {
+        this.deps.log.error({ err, path: ex.path }, 'raw route failed');
+        out = raw.failure(500, 'internal error');
+      }
     }
     if (ex.aborted) return;
     const res = ex.res;

@@ -2,6 +2,7 @@
 // query strings and JSON bodies, serializing replies and errors, writing status lines and headers.
 import type uWS from 'uWebSockets.js';
 import { ApiError, validationError } from '../../shared/errors.ts';
+import { outageReason, storeUnavailable, unreachableStore } from '../../shared/unavailable.ts';
 import type { StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { fieldMap } from './request-guards.ts';
 import type { Deprecation, GatewayDeps, Reply } from './types.ts';
@@ -64,6 +65,13 @@ export function deprecationHeaders(d: Deprecation): Record<string, string> {
 
 export function errorReply(err: unknown, log: GatewayDeps['log'], requestId: string): Reply {
   if (err instanceof ApiError) return { status: err.status, body: err.toBody(), headers: err.headers };
+  // An unreachable store is an outage, not a bug: 503 with Retry-After, one warning line per request (no stack).
+  const store = unreachableStore(err);
+  if (store) {
+    log.warn({ req_id: requestId, store, reason: outageReason(err) }, 'store unreachable');
+    const e = storeUnavailable(store);
+    return { status: e.status, body: e.toBody(), headers: e.headers };
+  }
   log.error({ err, req_id: requestId }, 'unhandled error');
   return {
     status: 500,

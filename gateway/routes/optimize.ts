@@ -428,6 +428,7 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
       429: 'Over OPTIMIZE_COLLECT_LIMIT beacons per minute from this client address (reason "rate limited", with '
         + 'Retry-After): the beacon is not read.',
       500: 'The server failed (reason "internal error"): nothing counted; the tag does not retry.',
+      503: 'PostgreSQL or Redis cannot be reached (reason "service unavailable", with Retry-After): nothing counted.',
     },
     plainJson: { schema: CollectOutcomeSchema, examples: {
       400: { status: 400, accepted: 0, ignored: 0, reason: 'bad key' },
@@ -435,6 +436,7 @@ export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
       404: { status: 404, accepted: 0, ignored: 1, reason: 'unknown public key' },
       429: { status: 429, accepted: 0, ignored: 0, reason: 'rate limited' },
       500: { status: 500, accepted: 0, ignored: 0, reason: 'internal error' },
+      503: { status: 503, accepted: 0, ignored: 0, reason: 'service unavailable' },
     } },
     examples: {
       request: { k: 'olpk_3kQ9vX2mZr7T', v: 'v_8fJ2kq0ZbY', e: [{ t: 'i', x: '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98' }] },

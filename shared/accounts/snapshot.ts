@@ -3,6 +3,7 @@ import { broadcastAndAwait, onBroadcast } from '../broadcast.ts';
 import type { Db } from '../db.ts';
 import { PgListener } from '../db-listen.ts';
 import type { Keyer } from '../redis.ts';
+import { reportRedisErrors } from '../unavailable.ts';
 import type { Logger } from '../log.ts';
 import type { Principal } from './principal.ts';
 
@@ -160,6 +161,7 @@ export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log:
   // change is seen on every replica without them.
   const noticeDelayMs = Number(process.env.ACCOUNT_NOTICE_FAULT_DELAY_MS ?? 0);
   const subscriber = redis.duplicate({ enableAutoPipelining: false });
+  reportRedisErrors(subscriber, log, 'account-changes');
   await onBroadcast(subscriber, redis, key, ACCOUNT_CHANGED_CHANNEL, (organizationId) => reader.forget(organizationId));
   const listener = new PgListener(db, ACCOUNT_CHANNEL, {
     onNotify: (organizationId) => {

@@ -121,6 +121,8 @@ t.test('error codes per operation: the pipeline\'s and the route\'s own', async 
   t.notOk(dial.includes('not_found'), 'dial (no id in the path) does not list not_found');
   const getCall = codesOf('/v1/calls/{id}', 'get');
   t.ok(getCall.includes('not_found'), 'an id route lists not_found');
+  t.ok(getCall.includes('service_unavailable') && dial.includes('service_unavailable'), 'every pipeline route lists service_unavailable (a store outage)');
+  t.match(doc.paths['/v1/calls/{id}'].get.responses['503'].description, /`service_unavailable`: .*database or Redis cannot be reached/);
   t.notOk(getCall.includes('idempotency_conflict'), 'a GET does not list idempotency_conflict');
   t.ok(codesOf('/v1/calls/{id}/transcript', 'get').includes('content_policy_forbidden'));
   t.ok(codesOf('/v1/phone-numbers', 'post').includes('number_unavailable'));

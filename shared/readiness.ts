@@ -1,0 +1,49 @@
+// /readyz of every process that uses the stores: ready only while PostgreSQL and Redis answer. The checks are cheap
+// (SELECT 1, PING), bounded by a short timeout, and their result is kept for a second so that a load balancer's
+// probes (several per second across replicas) never pile up on a store that is already struggling.
+import type { Db } from './db.ts';
+import type { Redis } from './redis.ts';
+
+const CHECK_TIMEOUT_MS = 1_000;
+const CACHE_MS = 1_000;
+
+export type StoreState = 'ok' | 'down';
+export interface Readiness { ready: boolean; postgres: StoreState; redis: StoreState }
+
+/** Resolves 'ok' if the check answers within CHECK_TIMEOUT_MS, 'down' otherwise. */
+function probe(check: () => Promise<unknown>): Promise<StoreState> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve('down'), CHECK_TIMEOUT_MS);
+    check().then(() => 'ok' as const, () => 'down' as const).then((s) => { clearTimeout(timer); resolve(s); });
+  });
+}
+
+/** A readiness check of one process's stores; call it per probe. */
+export function storeReadiness(db: Db, redis: Redis): () => Promise<Readiness> {
+  let last: { at: number; value: Promise<Readiness> } | null = null;
+  // A check that outlived its timeout (a connection attempt to an unreachable host) is not started again while it
+  // is still pending: a new one every second would fill the pool with stuck connection attempts.
+  const pending = { postgres: false, redis: false };
+  const guarded = (store: keyof typeof pending, check: () => Promise<unknown>): Promise<StoreState> => {
+    if (pending[store]) return Promise.resolve('down');
+    pending[store] = true;
+    const run = check().finally(() => { pending[store] = false; });
+    return probe(() => run);
+  };
+  return () => {
+    const now = Date.now();
+    if (last && now - last.at < CACHE_MS) return last.value;
+    const value = Promise.all([guarded('postgres', () => db.one('SELECT 1')), guarded('redis', () => redis.ping())])
+      .then(([postgres, redis]) => ({ ready: postgres === 'ok' && redis === 'ok', postgres, redis }));
+    last = { at: now, value };
+    return value;
+  };
+}
+
+/** The /readyz answer: 200 when ready, 503 otherwise, with each store's state. */
+export function readinessReply(r: Readiness): { status: number; body: string } {
+  return {
+    status: r.ready ? 200 : 503,
+    body: JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', postgres: r.postgres, redis: r.redis }),
+  };
+}

@@ -1,0 +1,134 @@
+// A PostgreSQL cluster and a Redis server that one test file owns, on their own ports, so it can stop and start them
+// (outages) without touching the shared ones other test files use. Both are removed by t.teardown; register them
+// before testEnv so that they outlive it (tap runs teardowns last-registered first).
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createDb } from '../../shared/db.ts';
+
+interface TapLike { teardown(fn: () => unknown): void }
+
+/** A port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const PG_BIN = join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').sort().at(-1) ?? '15', 'bin');
+
+/** A PostgreSQL cluster in a temporary directory, run as the `postgres` OS user (initdb refuses root). */
+export class OwnPostgres {
+  private constructor(readonly dir: string, readonly port: number) {}
+
+  static async create(t: TapLike): Promise<OwnPostgres> {
+    const dir = mkdtempSync(join(tmpdir(), 'ol-pg-'));
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
+    chownSync(dir, uid, gid);
+    const pg = new OwnPostgres(dir, await freePort());
+    execFileSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, 'initdb'), '-D', join(dir, 'data'), '-U', 'postgres',
+      '--auth=trust', '--no-sync', '-E', 'UTF8'], { stdio: 'ignore' });
+    t.teardown(() => pg.destroy());
+    await pg.start();
+    return pg;
+  }
+
+  /** A database URL on this cluster (as its superuser). */
+  url(database: string): string { return `postgres://postgres@127.0.0.1:${this.port}/${database}`; }
+
+  private ctl(args: string[]): void {
+    execFileSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, 'pg_ctl'), '-D', join(this.dir, 'data'), ...args],
+      { stdio: 'ignore', timeout: 60_000 });
+  }
+
+  async start(): Promise<void> {
+    this.ctl(['-l', join(this.dir, 'log'), '-w', '-t', '60', '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60`, 'start']);
+    await until('PostgreSQL answers', () => this.answers(), 30_000);
+  }
+
+  /** Stops hard: every backend is killed at once (no checkpoint, crash recovery at the next start). */
+  stopHard(): void { this.ctl(['-m', 'immediate', 'stop']); }
+
+  async answers(): Promise<boolean> {
+    const db = createDb(this.url('postgres'), 1, 'own-postgres-probe');
+    db.$pool.on('error', () => undefined);
+    try {
+      await db.one('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await db.$pool.end().catch(() => undefined);
+    }
+  }
+
+  private destroy(): void {
+    try { this.ctl(['-m', 'immediate', 'stop']); } catch { /* not running */ }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A redis-server without persistence: killed and started again on the same port, it comes back empty. */
+export class OwnRedis {
+  private child: ChildProcess | null = null;
+  private constructor(readonly port: number) {}
+
+  static async create(t: TapLike): Promise<OwnRedis> {
+    const r = new OwnRedis(await freePort());
+    t.teardown(() => r.kill());
+    await r.start();
+    return r;
+  }
+
+  get url(): string { return `redis://127.0.0.1:${this.port}`; }
+
+  async start(): Promise<void> {
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' });
+    await until('Redis answers', () => this.answers(), 20_000);
+  }
+
+  /** Sends a signal to the server (SIGSTOP: it keeps its connections but answers nothing; SIGCONT resumes it). */
+  signal(sig: NodeJS.Signals): void { this.child?.kill(sig); }
+
+  /** SIGKILL: the server is gone at once, as in a crash. */
+  async kill(): Promise<void> {
+    const c = this.child;
+    this.child = null;
+    if (!c || c.exitCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGKILL');
+    await gone;
+  }
+
+  async answers(): Promise<boolean> {
+    const r = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+    r.on('error', () => undefined);
+    try {
+      await r.connect();
+      return (await r.ping()) === 'PONG';
+    } catch {
+      return false;
+    } finally {
+      r.disconnect();
+    }
+  }
+}
