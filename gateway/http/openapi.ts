@@ -111,7 +111,7 @@ Paths start with \`/v1\` (\`/api/v1\` for webhook subscriptions). A deprecated r
 /** A response's description listing its codes with their meanings (Markdown), and one example per code. */
 function errorResponse(status: number, list: ErrorCode[]) {
   return {
-    description: list.map((c) => `- \`${c}\`: ${ERROR_MEANINGS[c]}`).join('\n'),
+    description: list.map((c) => `- \`${c}\`: ${ERROR_MEANINGS[c]}${retryable(c) ? ' **Retryable**: the same request may succeed later.' : ''}`).join('\n'),
     content: {
       'application/json': {
         schema: { $ref: '#/components/schemas/Error' },
@@ -120,6 +120,9 @@ function errorResponse(status: number, list: ErrorCode[]) {
     },
   };
 }
+
+/** The reference's Retryable column (ERROR_CODES[code].retryable), said in each code's description. */
+const retryable = (code: ErrorCode) => (ERROR_CODES[code] as { retryable?: boolean }).retryable === true;
 
 function errorExample(code: ErrorCode, status: number) {
   const spec = ERROR_CODES[code] as { category?: string };

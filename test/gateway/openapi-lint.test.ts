@@ -128,6 +128,10 @@ t.test('error codes per operation: the pipeline\'s and the route\'s own', async 
   t.ok(codesOf('/v1/phone-numbers', 'post').includes('number_unavailable'));
   t.ok(codesOf('/api/v1/webhook_subscriptions', 'post').includes('subscription_exists'));
   t.match(doc.paths['/v1/calls/dial'].post.responses['409'].description, /`channel_limit_exceeded`: .*channel limit/);
+  const forbidden = doc.paths['/v1/calls/dial'].post.responses['403'].description as string;
+  const line = (c: string) => forbidden.split('\n').find((l) => l.startsWith(`- \`${c}\``)) ?? '';
+  t.match(line('outside_call_window'), /\*\*Retryable\*\*/, 'a retryable code says so (the reference\'s Retryable column)');
+  t.notMatch(line('destination_blocked'), /Retryable/, 'a code that is not retryable does not');
   const lk = doc.paths['/v1/carriers/livekit/webhook'].post;
   t.same(lk.security, [{ livekitWebhook: [] }], 'the LiveKit webhook is documented with its own signature scheme');
   t.same(codesOf('/v1/carriers/livekit/webhook', 'post').sort(), ['internal_error', 'unauthorized']);
