@@ -60,3 +60,17 @@ t.test('Optimize collector bound and rollup period', async (t) => {
   t.throws(() => loadConfig({ OPTIMIZE_COLLECT_LIMIT: '0' }), /OPTIMIZE_COLLECT_LIMIT must be a positive integer, got "0"/);
   t.throws(() => loadConfig({ OPTIMIZE_ROLLUP_MS: '1s' }), /OPTIMIZE_ROLLUP_MS must be a positive integer, got "1s"/);
 });
+
+t.test('an explicit 0 is refused where 0 makes no sense, not silently replaced by the default', async (t) => {
+  const cases: [string, keyof ReturnType<typeof loadConfig>, number][] = [
+    ['IDEMPOTENCY_LEASE_MS', 'idempotencyLeaseMs', 60_000], ['WEBHOOK_TIMEOUT_MS', 'webhookTimeoutMs', 10_000],
+    ['WEBHOOK_CONCURRENCY', 'webhookConcurrency', 200], ['RECORDING_STREAMS_MAX', 'recordingStreamsMax', 32],
+    ['TICKET_CLEANUP_SECONDS', 'ticketCleanupSeconds', 300], ['DATABASE_POOL_MAX', 'databasePoolMax', 7],
+  ];
+  for (const [name, field, sample] of cases) {
+    t.throws(() => loadConfig({ [name]: '0' }), new RegExp(`${name} must be a positive integer, got "0"`), `${name}=0`);
+    t.equal(loadConfig({ [name]: String(sample) })[field], sample, `${name}=${sample} is taken`);
+  }
+  t.equal(loadConfig({}).databasePoolMax, null, 'DATABASE_POOL_MAX unset: each process chooses');
+  t.equal(loadConfig({ PORT: '0' }).port, 0, 'a port of 0 still means an ephemeral port');
+});
