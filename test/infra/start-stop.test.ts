@@ -39,10 +39,12 @@ async function startExpectingRefusal(env: NodeJS.ProcessEnv): Promise<{ code: nu
   let out = '';
   npm.stdout.on('data', (d) => { out += d; });
   npm.stderr.on('data', (d) => { out += d; });
+  let timer: NodeJS.Timeout | undefined;
   const code = await Promise.race([
     new Promise<number | null>((r) => npm.once('exit', (c) => r(c))),
-    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000)),
+    new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), 30_000); }),
   ]);
+  clearTimeout(timer);
   killGroup(npm.pid!);
   if (code === 'timeout') throw new Error(`the second npm start did not exit within 30 s:\n${out}`);
   return { code, out };
