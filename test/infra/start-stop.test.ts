@@ -5,20 +5,33 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import { createDb, dropDatabase } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
+import { createRedis } from '../../shared/redis.ts';
 import { eventually, httpCall, ROOT } from '../helpers/env.ts';
 import type { TapTest } from '../helpers/pool.ts';
 import { freePorts, killGroup, portFree, procStat, PROCS, running, startPlatform, type Platform } from '../helpers/process-tree.ts';
 
 const id = randomToken(8).toLowerCase();
 const DATABASE_URL = `postgres://127.0.0.1:5432/ol_stop_${id}`;
-t.teardown(() => dropDatabase(DATABASE_URL));
+const REDIS_PREFIX = `olt_stop_${id}`;
+t.teardown(async () => {
+  await dropDatabase(DATABASE_URL);
+  // The queues' keys the runs left (BullMQ's meta keys and the like).
+  const redis = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  await redis.quit();
+});
 
 /** This file's environment with fresh ports (one database for every run: only the first migrates). */
 async function platformEnv(): Promise<{ env: NodeJS.ProcessEnv; ports: number[] }> {
   const ports = await freePorts(4);
   const [PORT, SIGNALING_PORT, MEDIA_PORT, WORKERS_PORT] = ports.map(String);
   const env = {
-    ...process.env, DATABASE_URL, REDIS_PREFIX: `olt_stop_${id}`, PORT, SIGNALING_PORT, MEDIA_PORT, WORKERS_PORT,
+    ...process.env, DATABASE_URL, REDIS_PREFIX, PORT, SIGNALING_PORT, MEDIA_PORT, WORKERS_PORT,
     MEDIA_WORKERS: '1', DATABASE_POOL_MAX: '5',
   };
   return { env, ports };
@@ -106,7 +119,9 @@ t.test('a port held by other software: the refusal names that process', async (t
   const holder = createServer();
   await new Promise<void>((r) => holder.listen(Number(env.SIGNALING_PORT), '127.0.0.1', r));
   t.teardown(() => new Promise((r) => holder.close(r)));
-  const res = await startExpectingRefusal({ ...env, DATABASE_URL: `postgres://127.0.0.1:5432/ol_stop_never_${id}` });
+  const neverDb = `postgres://127.0.0.1:5432/ol_stop_never_${id}`;
+  t.teardown(() => dropDatabase(neverDb));
+  const res = await startExpectingRefusal({ ...env, DATABASE_URL: neverDb });
   t.not(res.code, 0);
   t.match(res.out, `[start] port ${env.SIGNALING_PORT} (SIGNALING_PORT) on 127.0.0.1 is in use by pid ${process.pid} (`);
   t.notMatch(res.out, '"status":"ready"');
