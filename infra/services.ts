@@ -3,18 +3,20 @@ import { existsSync, readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import type { Config } from '../shared/config.ts';
 import { adminUrl, createDb } from '../shared/db.ts';
+import { postgresProblem } from './postgres-errors.ts';
 
 const isLocal = (host: string) => ['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(host);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const onPath = (bin: string) => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 
-async function postgresUp(url: string): Promise<boolean> {
+/** null when PostgreSQL accepts the login, else the connection error. */
+async function postgresError(url: string): Promise<unknown> {
   const db = createDb(adminUrl(url), 1);
   try {
     await db.one('SELECT 1');
-    return true;
-  } catch {
-    return false;
+    return null;
+  } catch (err) {
+    return err ?? new Error('unknown error');
   } finally {
     await db.$pool.end();
   }
@@ -47,8 +49,18 @@ async function waitFor(check: () => Promise<boolean>, ms: number): Promise<boole
  *  system's binaries; a missing one ends with one line that says what to install. */
 export async function ensureServices(config: Config, say: (line: string) => void): Promise<void> {
   const pgUrl = new URL(config.databaseUrl);
-  if (!(await postgresUp(config.databaseUrl))) {
-    if (!isLocal(pgUrl.hostname)) throw new Error(`PostgreSQL at ${pgUrl.host} is not reachable; check DATABASE_URL.`);
+  // A server that answers but refuses the login (password, role, pg_hba.conf, database) is reported as such at once:
+  // starting it again would not help.
+  const loginProblem = (err: unknown) => {
+    const line = postgresProblem(err, config.databaseUrl);
+    if (line) throw new Error(line);
+  };
+  let err = await postgresError(config.databaseUrl);
+  if (err) {
+    loginProblem(err);
+    if (!isLocal(pgUrl.hostname)) {
+      throw new Error(`PostgreSQL at ${pgUrl.host} is not reachable (${(err as Error).message}); check DATABASE_URL.`);
+    }
     if (!existsSync('/etc/postgresql') || !onPath('pg_ctlcluster')) {
       throw new Error('PostgreSQL is not installed: run `apt-get install -y postgresql` (or set DATABASE_URL).');
     }
@@ -58,8 +70,15 @@ export async function ensureServices(config: Config, say: (line: string) => void
         execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start'], { stdio: 'ignore' });
       } catch { /* already running or failed: the wait below tells */ }
     }
-    if (!(await waitFor(() => postgresUp(config.databaseUrl), 15_000))) {
-      throw new Error('PostgreSQL did not start; see `pg_lsclusters` and its log under /var/log/postgresql.');
+    const until = Date.now() + 15_000;
+    while (err && Date.now() < until) {
+      await sleep(250);
+      err = await postgresError(config.databaseUrl);
+      if (err) loginProblem(err);
+    }
+    if (err) {
+      throw new Error(`PostgreSQL at ${pgUrl.host || 'the local socket'} did not start (${(err as Error).message}); ` +
+        'see `pg_lsclusters` and its log under /var/log/postgresql.');
     }
   }
   const rUrl = new URL(config.redisUrl);

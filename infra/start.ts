@@ -9,6 +9,7 @@ import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { prepareDatabase } from './prepare.ts';
+import { assertPortsFree } from './ports.ts';
 import { ensureServices } from './services.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -53,23 +54,32 @@ async function firstRun(): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  await ensureServices(config, say);
-  const prep = await prepareDatabase(config);
-  if (prep.created) say(`created database ${new URL(config.databaseUrl).pathname.slice(1)}`);
-  if (prep.applied.length) say(`applied migrations: ${prep.applied.join(', ')}`);
-  await firstRun();
+/** How long a process may take to stop after SIGTERM before it is killed (each process's own limit is 10 s). */
+const STOP_GRACE_MS = 12_000;
 
-  const entries: Entry[] = readProcfile(readFileSync(`${ROOT}Procfile`, 'utf8')).map((p) => ({ ...p, child: null, restarts: [] }));
-  let stopping = false;
-  const width = Math.max(...entries.map((e) => e.name.length));
+/** Runs the Procfile's processes, restarts a crashed one with back-off, and stops them all once: SIGTERM to each,
+ *  SIGKILL to any still running after STOP_GRACE_MS, then exits. */
+class Supervisor {
+  private readonly entries: Entry[];
+  private readonly width: number;
+  private stopping = false;
 
-  const launch = (e: Entry) => {
-    const child = spawn('sh', ['-c', `exec ${e.command}`], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(procs: { name: string; command: string }[], private readonly onLine: (e: Entry, line: string) => void) {
+    this.entries = procs.map((p) => ({ ...p, child: null, restarts: [] }));
+    this.width = Math.max(...this.entries.map((e) => e.name.length));
+  }
+
+  startAll(): void {
+    for (const e of this.entries) this.launch(e);
+  }
+
+  private launch(e: Entry): void {
+    if (this.stopping) return;
+    // The IPC channel is the children's tie to this process: when it closes (this process died, even by SIGKILL),
+    // each child stops itself (shared/process.ts), so none is left serving without a supervisor.
+    const child = spawn('sh', ['-c', `exec ${e.command}`], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     e.child = child;
-    const prefix = `${e.name.padEnd(width)} | `;
-    let announced = false;
+    const prefix = `${e.name.padEnd(this.width)} | `;
     const pipe = (stream: NodeJS.ReadableStream, out: NodeJS.WriteStream) => {
       let buf = '';
       stream.on('data', (d: Buffer) => {
@@ -79,12 +89,7 @@ async function main(): Promise<void> {
           const line = buf.slice(0, i);
           buf = buf.slice(i + 1);
           out.write(prefix + line + '\n');
-          if (!announced && e.name === 'gateway' && line.includes('"status":"ready"')) {
-            announced = true;
-            const url = listenUrl(config.host, config.port);
-            say(`gateway ready at ${url}  (try: curl -H "Authorization: Bearer <key>" ${url}/v1/account)`);
-            if (!config.publicUrl) say(`PUBLIC_URL is unset: links and WWW-Authenticate name ${url}; set it to the URL clients use`);
-          }
+          this.onLine(e, line);
         }
       });
     };
@@ -92,38 +97,78 @@ async function main(): Promise<void> {
     pipe(child.stderr!, process.stderr);
     child.on('exit', (code, signal) => {
       e.child = null;
-      if (stopping) return;
+      if (this.stopping) return;
       // Restart a crashed process, backing off; give up when it crashes 5 times within a minute.
       const now = Date.now();
       e.restarts = e.restarts.filter((t) => now - t < 60_000);
       if (e.restarts.length >= 5) {
         say(`${e.name} keeps exiting (code ${code ?? signal}); stopping everything`);
-        void shutdown(1);
+        void this.stop(1, 'a process keeps exiting');
         return;
       }
       e.restarts.push(now);
       const delay = 500 * 2 ** (e.restarts.length - 1);
       say(`${e.name} exited (code ${code ?? signal}); restarting in ${delay} ms`);
-      setTimeout(() => { if (!stopping) launch(e); }, delay);
+      setTimeout(() => this.launch(e), delay);
     });
-  };
+  }
 
-  const shutdown = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    say('stopping all processes');
-    const alive = entries.filter((e) => e.child);
+  /** Stops every process and exits; later calls (a second signal, npm forwarding the group's) change nothing. */
+  async stop(code: number, why: string): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const alive = this.entries.filter((e) => e.child);
+    if (alive.length) say(`stopping all processes (${why})`);
     for (const e of alive) e.child!.kill('SIGTERM');
     await Promise.race([
       Promise.all(alive.map((e) => new Promise((r) => (e.child ? e.child.once('exit', r) : r(null))))),
-      new Promise((r) => setTimeout(r, 12_000)),
+      new Promise((r) => setTimeout(r, STOP_GRACE_MS)),
     ]);
-    for (const e of entries) e.child?.kill('SIGKILL');
+    for (const e of this.entries) {
+      if (e.child) say(`${e.name} did not stop within ${STOP_GRACE_MS / 1000} s; killing it`);
+      e.child?.kill('SIGKILL');
+    }
     process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
-  for (const e of entries) launch(e);
+  }
+}
+
+/** Calls `onGone` once this process's parent has died (it is then re-parented, so its parent pid changes): a
+ *  supervisor whose `npm start` was killed must not keep the platform running with no one to stop it. */
+function watchParent(onGone: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onGone();
+  }, 500);
+  timer.unref();
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  let gatewayAnnounced = false;
+  const supervisor = new Supervisor(readProcfile(readFileSync(`${ROOT}Procfile`, 'utf8')), (e, line) => {
+    if (e.name === 'gateway' && line.includes('"status":"ready"') && !gatewayAnnounced) {
+      gatewayAnnounced = true;
+      const url = listenUrl(config.host, config.port);
+      say(`gateway ready at ${url}  (try: curl -H "Authorization: Bearer <key>" ${url}/v1/account)`);
+      if (!config.publicUrl) say(`PUBLIC_URL is unset: links and WWW-Authenticate name ${url}; set it to the URL clients use`);
+    }
+  });
+  // From the first moment: npm 11 forwards SIGINT and SIGTERM to its script's process (which is this one: the
+  // start script execs node); a terminal that closes sends SIGHUP. Before any child runs, stopping is just exiting.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void supervisor.stop(0, signal));
+  watchParent(() => void supervisor.stop(0, 'the parent process exited'));
+  // Broken pipes (a log reader that went away) must not crash the supervisor and orphan its children.
+  for (const out of [process.stdout, process.stderr]) out.on('error', () => undefined);
+
+  await assertPortsFree(config);
+  await ensureServices(config, say);
+  const prep = await prepareDatabase(config);
+  if (prep.created) say(`created database ${new URL(config.databaseUrl).pathname.slice(1)}`);
+  if (prep.applied.length) say(`applied migrations: ${prep.applied.join(', ')}`);
+  await firstRun();
+  supervisor.startAll();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

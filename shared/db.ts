@@ -21,11 +21,16 @@ export function createDb(url: string, max = 10, owner = 'openline') {
   return pgp({ connectionString: withUser(url), max, allowExitOnIdle: true, application_name: n === 1 ? owner : `${owner}#${n}` });
 }
 
-/** libpq falls back to the login name when a URL names no user; node-postgres needs $USER for that, which
- *  service environments often lack. */
+/** The role a URL logs in as: its user, else (as libpq does) PGUSER or the login name; node-postgres needs $USER
+ *  for that, which service environments often lack. */
+export function databaseUser(url: string): string {
+  const u = new URL(url);
+  return decodeURIComponent(u.username) || process.env.PGUSER || userInfo().username;
+}
+
 function withUser(url: string): string {
   const u = new URL(url);
-  if (!u.username) u.username = process.env.PGUSER || userInfo().username;
+  if (!u.username) u.username = databaseUser(url);
   return u.toString();
 }
 

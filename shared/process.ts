@@ -14,8 +14,11 @@ export interface ProcessDeps {
   log: Logger;
 }
 
-/** Runs a long-lived process: logs one health line when ready, stops gracefully once on SIGTERM or SIGINT. */
+/** Runs a long-lived process: logs one health line when ready, stops gracefully once on SIGTERM or SIGINT, or when
+ *  the process that started it with an IPC channel (the `npm start` supervisor) is gone, even if it was SIGKILLed. */
 export async function runProcess(log: Logger, start: () => Promise<{ info: Record<string, unknown>; stop(): Promise<void> }>) {
+  // Read before starting: a channel that closes while start() runs is gone (process.channel unset) afterwards.
+  const supervised = Boolean(process.channel);
   let running: Awaited<ReturnType<typeof start>>;
   try {
     running = await start();
@@ -41,4 +44,8 @@ export async function runProcess(log: Logger, start: () => Promise<{ info: Recor
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  if (supervised) {
+    process.once('disconnect', () => void stop('supervisor exited'));
+    if (!process.connected) void stop('supervisor exited');
+  }
 }

@@ -63,7 +63,7 @@ t.test('npm start runs every Procfile process, prints the URL and a first-run ke
     try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* the supervisor already exited */ }
   }
   await exited;
-  // npm itself exits on the signal at once; the supervisor and its children keep writing while they stop.
+  // npm exits once the supervisor has stopped everything (it forwards the signal and waits).
   await eventually(async () => /stopping all processes/.test(out), 15_000, 100);
   for (const proc of ['gateway', 'signaling', 'media', 'workers']) {
     await eventually(async () => new RegExp(`${proc}\\s+\\| .*"msg":"stopped"`).test(out), 15_000, 100)
