@@ -8,6 +8,7 @@ import { runProcess } from '../shared/process.ts';
 import { readinessReply, storeReadiness } from '../shared/readiness.ts';
 import { reportRedisErrors } from '../shared/unavailable.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
+import { listenExclusive } from '../shared/uws-listen.ts';
 import { renderMetrics } from './metrics.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignaling } from './reconciler.ts';
 import { SOFTPHONE_PATH, Softphone } from './softphone.ts';
@@ -70,9 +71,7 @@ await runProcess(log, async () => {
       .finally(() => { reconciling = false; });
   }, RECONCILE_MS);
 
-  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.signalingPort, (sock) => (sock ? resolve(sock) : reject(new Error(`cannot listen on ${config.host}:${config.signalingPort}`))));
-  });
+  const listenSocket = await listenExclusive(app, config.host, config.signalingPort);
   const port = uWS.us_socket_local_port(listenSocket);
   return {
     info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance,

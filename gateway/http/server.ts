@@ -9,6 +9,7 @@ import type { Tx, WithinTx } from '../../shared/db.ts';
 import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { newRequestId, sha256hex } from '../../shared/ids.ts';
 import { outageReason, STORE_RETRY_AFTER_SECONDS, unreachableStore } from '../../shared/unavailable.ts';
+import { listenExclusive } from '../../shared/uws-listen.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';
 import { AuthError, Authenticator, requireScope } from './auth.ts';
@@ -146,14 +147,9 @@ export class HttpGateway {
   async listen(port: number, host: string): Promise<number> {
     await this.auth.listen(this.deps.redis, this.deps.log);
     this.app = uWS.App().any('/*', (res, req) => this.onRequest(res, req));
-    return new Promise((resolve, reject) => {
-      this.app!.listen(host, port, (sock) => {
-        if (!sock) return reject(new Error(`cannot listen on ${host}:${port}`));
-        this.listenSocket = sock;
-        this.listenPort = uWS.us_socket_local_port(sock);
-        resolve(this.listenPort);
-      });
-    });
+    this.listenSocket = await listenExclusive(this.app, host, port);
+    this.listenPort = uWS.us_socket_local_port(this.listenSocket);
+    return this.listenPort;
   }
 
   async close(): Promise<void> {
