@@ -3,7 +3,8 @@
 // live calls (no call past the channel limit or the spend cap), and the workers re-arm from PostgreSQL what Redis
 // held for live calls (call-length limits, the sandbox's scripted progress) and the webhook deliveries still owed,
 // so every committed event is delivered. A call admitted before the loss but committed after the rebuild is
-// re-admitted before it dials, or canceled.
+// re-admitted before it dials, or canceled. Legs of a call that ended just before a loss are hung up, and signaling
+// does not take heartbeats lost with Redis for dead processes.
 import t from 'tap';
 import { CallQueues } from '../../shared/calls/queues.ts';
 import { CallRuntime } from '../../shared/calls/runtime.ts';
@@ -149,6 +150,30 @@ t.test('SIGKILL Redis mid-call and restart it empty: limits hold, timers and del
     [a.organization_id]);
   t.ok(logs.some((l) => l.attempts.length > 1), 'some of A\'s deliveries were retried across the loss');
   t.same(logs.filter((l) => l.attempts.some((n, i) => n !== i + 1)), [], 'attempts numbered 1, 2, 3 ... across the loss');
+});
+
+t.test('a call that ended just before the loss gets the legs still up hung up', async (t) => {
+  const org = await callOrg(env);
+  // Its end committed, its hang-up commands were in the Redis that is lost (here: never queued at all).
+  const id = uuidv7();
+  const up = (role: 'connect' | 'destination', number: string) => ({ role, number, status: 'ANSWERED' as const, reason: null,
+    originated_at: new Date().toISOString(), answered_at: new Date().toISOString(), ended_at: null });
+  await insertCall(env.db, {
+    id, organization_id: org.organization_id, api_key_id: null, user_id: null, type: 'bridge', from_number: org.from,
+    to_number: '+12125550008', connect_number: FOREVER, phone_number_id: null, agent_id: null, agent: null, record: false,
+    legs: { connect: up('connect', FOREVER), destination: up('destination', '+12125550008') },
+    channels: 2, carrier: 'sandbox', time_scale: SCALE, max_duration_seconds: 3600, ring_timeout_seconds: 30, price_cents_per_minute: 1,
+    spend_reserved_cents: 121, created_at: new Date(),
+  });
+  await env.db.none(`UPDATE calls SET status = 'COMPLETED', call_outcome = 'answered', disconnection_reason = 'api_hangup',
+    originated_at = now(), answered_at = now(), ended_at = now(), picked_up = true WHERE id = $1`, [id]);
+  await redis.kill();
+  await redis.restart();
+  const legs = await eventually(async () => {
+    const row = await env.db.one('SELECT legs FROM calls WHERE id = $1', [id]);
+    return Object.values(row.legs).every((l: any) => l.status === 'ENDED') ? row.legs : null;
+  }, 30_000);
+  t.match(legs, { connect: { reason: 'local_hangup' }, destination: { reason: 'local_hangup' } });
 });
 
 t.test('signaling does not take heartbeats lost with Redis for dead processes', async (t) => {
