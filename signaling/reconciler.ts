@@ -1,6 +1,7 @@
 // The signaling reconciler: repairs leg accounting and browser calls after a crash. Every RECONCILE_MS one
 // signaling process (a Redis lock picks it) reads the live calls from Postgres and
-//   1. abandons browser calls whose socket was held by a signaling process that is gone (its heartbeat key lapsed):
+//   1. abandons browser calls whose socket was held by a signaling process that is gone (its heartbeat key lapsed,
+//      while Redis kept its state for longer than a heartbeat lives):
 //      before the answer CANCELED / connection_unconfirmed, after it COMPLETED, like a closed socket; and closes
 //      their media sessions;
 //   2. rebuilds every organization's live legs in Redis from the call rows (the truth);
@@ -40,8 +41,14 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, med
     const b = c.legs.browser;
     if (b && b.status === 'ANSWERED' && b.signaling) owners.add(b.signaling);
   }
+  // A heartbeat missing because Redis lost its state (restarted empty) is no sign of death: owners are judged only
+  // once this Redis has kept our state longer than a heartbeat lives (the key below goes with everything else).
+  const watchedSince = key('sig', 'watched-since');
+  await redis.set(watchedSince, String(Date.now()), 'NX');
+  const since = await redis.get(watchedSince);
+  const judge = since !== null && Date.now() - Number(since) >= HEARTBEAT_TTL_MS;
   const dead = new Set<string>();
-  for (const o of owners) if (!(await redis.exists(aliveKey(rt, o)))) dead.add(o);
+  for (const o of owners) if (judge && !(await redis.exists(aliveKey(rt, o)))) dead.add(o);
 
   const truth = new Map<string, Map<string, number>>();
   for (const c of live) {

@@ -16,6 +16,7 @@ import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
+import { redisRecovery } from './services/redis-recovery.ts';
 import { smsReceipts } from './processors/sms-receipts.ts';
 import { smsSend } from './processors/sms-send.ts';
 import { smsSendSweeper } from './services/sms-send-sweeper.ts';
@@ -44,6 +45,7 @@ export const PROCESSORS: Processor<any>[] = [
   optimizeRollup,
 ];
 export const SERVICES: Service[] = [
+  redisRecovery,
   outboxRelay,
   numberProvisioningSweeper,
   callsReconciler,

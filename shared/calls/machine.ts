@@ -10,6 +10,8 @@
 //   QUEUED --hangup (any mode)--> CANCELED      RINGING --hangup--> CANCELED      ANSWERED --hangup--> COMPLETED
 //   setup_failed / cancel_setup only act on QUEUED (never interrupt an originated call).
 //   QUEUED --caller_id_released (the number left the organization before origination)--> CANCELED, nothing dialed.
+//   QUEUED --admission_lost (Redis lost the call's channels or reservation, and the limit has no room for them
+//            again)--> CANCELED, nothing dialed.
 import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
 import { carrierSeconds, legsCents, spendDeadline } from './pricing.ts';
 import {
@@ -34,8 +36,13 @@ export type Input =
   /** The call's caller ID is no longer an ACTIVE number of its organization (released, maybe bought by another):
    *  a QUEUED call ends without dialing; an originated call went out while the number was held and runs on. */
   | { type: 'caller_id_released'; at: Date }
+  /** The call's admission was lost with Redis's state before it dialed, and admitting it again was refused (the
+   *  limit filled up meanwhile): it ends without dialing. shared/calls/admission.ts. */
+  | { type: 'admission_lost'; code: AdmissionRefusal; at: Date }
   /** Browser calls: the browser is gone (socket closed, or its ticket never used before the cleanup deadline). */
   | { type: 'abandon'; reason: AbandonReason; at: Date };
+
+export type AdmissionRefusal = 'channel_limit_exceeded' | 'spend_cap_reached';
 
 /** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer;
  *  media_lost: the call's media session is gone (the media process died or closed it). */
@@ -163,6 +170,10 @@ export function step(current: MachineCall, input: Input): Step {
     case 'caller_id_released': {
       if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
       return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: 'caller_id_released' }, input.at);
+    }
+    case 'admission_lost': {
+      if (call.status !== 'QUEUED') return noop(current, isTerminal(call.status) ? 'already_ended' : 'already_originated');
+      return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: input.code }, input.at);
     }
     case 'abandon': {
       // Before the answer an abandoned setup (not a carrier failure, no talk time); after it a normal end.

@@ -198,7 +198,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   // Path A (webrtc) dials only once the browser redeems its ticket on the signaling WebSocket.
   if (req.type === 'webrtc') return { call, callerId };
   try {
-    await rt.queues.enqueueDial(id);
+    await rt.queues.enqueueDial(id, { organizationId: p.organizationId, spendDay: day });
   } catch (err) {
     // The call is recorded; the reconciler enqueues dial jobs of calls left QUEUED.
     rt.deps.log.error({ err, call_id: id }, 'dial job not enqueued; the reconciler will retry');

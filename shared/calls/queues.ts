@@ -16,7 +16,9 @@ export const TIMERS_QUEUE = 'call-timers';
 export const COMMANDS_QUEUE = 'call-commands';
 export { CARRIER_EVENTS_QUEUE };
 
-export interface DialJob { callId: string }
+/** organizationId and spendDay (null: the call reserves no spend) let the dial check in one Redis round trip that
+ *  the call is still counted (shared/calls/admission.ts); without them it reads the call first. */
+export interface DialJob { callId: string; organizationId?: string; spendDay?: string | null }
 export interface TimerJob { callId: string; at: number; deferred?: boolean; deferrals?: number }
 
 /** A limit timer that runs this late (the workers were down) first yields to carrier events that were due
@@ -43,12 +45,12 @@ export class CallQueues {
 
   /** Idempotent: one dial job per call. The dial jobs of one event-loop turn are added together (addBulk: one
    *  Redis round trip). */
-  enqueueDial(callId: string): Promise<void> {
-    return this.dials.add(callId);
+  enqueueDial(callId: string, counted?: { organizationId: string; spendDay: string | null }): Promise<void> {
+    return this.dials.add({ callId, ...counted });
   }
 
-  private readonly dials = new TurnBatcher<string, void>(async (callIds) => {
-    await this.dial.addBulk(callIds.map((callId) => ({ name: 'dial', data: { callId } satisfies DialJob, opts: { ...DURABLE_JOB_OPTIONS, jobId: callId } })));
+  private readonly dials = new TurnBatcher<DialJob, void>(async (jobs) => {
+    await this.dial.addBulk(jobs.map((data) => ({ name: 'dial', data, opts: { ...DURABLE_JOB_OPTIONS, jobId: data.callId } })));
     return [];
   });
 

@@ -9,6 +9,7 @@
 //      live is seeded again from PostgreSQL.
 //   4. Calls past every deadline (the length limit of an answered call, the ring time of an originated one) are
 //      ended, so no call — and no channel — is held forever.
+import { spendDay } from './limits.ts';
 import { pendingEffects, limitDeadline } from './machine.ts';
 import type { CallRow } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
@@ -54,15 +55,15 @@ export async function reconcileOnce(rt: CallRuntime, nudged: Map<string, number>
   }
 
   // 2. QUEUED calls without a dial job.
-  const queued = await db.any<{ id: string }>(
-    `SELECT id FROM calls WHERE ended_at IS NULL AND status = 'QUEUED' AND created_at < now() - make_interval(secs => $1)
+  const queued = await db.any<{ id: string; organization_id: string; created_at: Date; spend_reserved_cents: number | null }>(
+    `SELECT id, organization_id, created_at, spend_reserved_cents FROM calls WHERE ended_at IS NULL AND status = 'QUEUED' AND created_at < now() - make_interval(secs => $1)
         -- a browser call of path A is dialed only once its ticket is redeemed
         AND (type <> 'webrtc' OR EXISTS (SELECT 1 FROM call_tickets t WHERE t.call_id = calls.id AND t.used_at IS NOT NULL))
       ORDER BY created_at LIMIT 500`, [QUEUED_STALE_SECONDS]);
-  for (const { id } of queued) {
+  for (const { id, ...c } of queued) {
     const job = await rt.queues.dial.getJob(id);
     if (!job) {
-      await rt.queues.enqueueDial(id);
+      await rt.queues.enqueueDial(id, { organizationId: c.organization_id, spendDay: c.spend_reserved_cents === null ? null : spendDay(c.created_at) });
       report.requeued++;
     } else if (await job.isFailed()) {
       await job.retry();

@@ -30,7 +30,7 @@ export class CallRuntime {
   /** withCarrier: true for the configured carrier (workers), a Carrier instance to use that one, false for none. */
   constructor(readonly deps: ProcessDeps, withCarrier: boolean | Carrier) {
     this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
-    this.channels = new ChannelAccounts(deps.redis, deps.key);
+    this.channels = new ChannelAccounts(deps.redis, deps.key, deps.db);
     this.callRate = new FixedWindowLimiter(deps.redis);
     this.spend = new SpendAccounts(deps.redis, deps.key, deps.db);
     this.profile = carrierProfile(deps.config);

@@ -65,6 +65,16 @@ export interface OriginateRequest extends LegRef {
   agent?: Agent;
 }
 
+/** A live leg as PostgreSQL recorded it, for Carrier.resume. */
+export interface ResumedLeg extends LegRef {
+  status: 'DIALING' | 'RINGING' | 'ANSWERED';
+  /** When it was originated (ISO 8601). */
+  originatedAt: string;
+  /** The highest numbered event of the leg already applied (0: none). */
+  lastSeq: number;
+  ringTimeoutSeconds: number;
+}
+
 export interface BridgeRequest {
   callId: string;
   connect: LegRef;
@@ -106,6 +116,11 @@ export interface Carrier {
    *  after the workers were down). A late call-length timer yields to them so the call ends the way it really did.
    *  Optional: carriers that cannot tell are given a fixed grace period instead. */
   hasPendingEventsBefore?(legIds: string[], atMs: number): Promise<boolean>;
+  /** After Redis lost its state: queues again what the carrier still has to report for a live leg, timed as first
+   *  scheduled and under the same job ids (so an event still queued is not doubled). Optional: a carrier whose legs
+   *  live outside Redis (a real network) keeps reporting on its own; the workers then repeat the originate command
+   *  of a leg still dialing instead (commands are idempotent per leg). */
+  resume?(leg: ResumedLeg): Promise<void>;
 }
 
 /** The job id of a leg's numbered event: deterministic, so the workers can look its predecessor's job up. */

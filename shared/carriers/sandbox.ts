@@ -5,7 +5,7 @@
 import type { Queue } from 'bullmq';
 import {
   publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
-  type LegRef, type LegRole, type OriginateRequest,
+  type LegRef, type LegRole, type OriginateRequest, type ResumedLeg,
 } from './carrier.ts';
 
 /** What one answered sandbox leg costs: 1 cent per started minute (a bridge pays for both legs). */
@@ -104,6 +104,22 @@ export class SandboxCarrier implements Carrier {
         delayMs: at - t0, dedupId: jobId(req.legId, 'ringing'),
       };
     }));
+  }
+
+  /** The leg's script from its origination on, less what it already reported: the ringing of a leg still dialing,
+   *  and the numbered events after its last applied one (numbered as originate() numbered them). */
+  async resume(leg: ResumedLeg): Promise<void> {
+    const t0 = Date.parse(leg.originatedAt);
+    const now = this.now();
+    let seq = 0;
+    const due: { ev: CarrierEvent; delayMs: number; dedupId: string }[] = [];
+    for (const step of sandboxScript(leg.number, leg.role, leg.ringTimeoutSeconds)) {
+      const n = step.kind === 'ringing' ? undefined : ++seq;
+      if (n === undefined ? leg.status !== 'DIALING' : n <= leg.lastSeq) continue;
+      const at = t0 + this.ms(step.at);
+      due.push({ ev: this.event(leg, step.kind, at, step.reason, n), delayMs: at - now, dedupId: jobId(leg.legId, 'ringing') });
+    }
+    await publishCarrierEvents(this.events, due);
   }
 
   /** Cancels what is still scheduled for the leg and reports it ended by us. */

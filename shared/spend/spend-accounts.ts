@@ -71,6 +71,13 @@ export class SpendAccounts {
     return (await this.seedScript(this.dayKey(orgId, day), this.setKey, rows[0].settled, `${orgId}|${day}`, DAY_TTL_SECONDS, ...holds)) === 1;
   }
 
+  /** Whether the call's reservation is in Redis now ('unbuilt': the day is not seeded); one round trip. */
+  async holding(orgId: string, day: string, callId: string): Promise<'held' | 'absent' | 'unbuilt'> {
+    const [settled, held] = await this.redis.hmget(this.dayKey(orgId, day), 'settled', callId);
+    if (settled === null) return 'unbuilt';
+    return held === null ? 'absent' : 'held';
+  }
+
   async exists(orgId: string, day: string): Promise<boolean> {
     return (await this.redis.hexists(this.dayKey(orgId, day), 'settled')) === 1;
   }

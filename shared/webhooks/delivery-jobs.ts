@@ -21,6 +21,9 @@ export interface DeliveryJob {
   eventType: string;
   /** The exact JSON body, built once by the relay and signed on every attempt. */
   body: string;
+  /** Attempts made before this job (a delivery re-armed after Redis lost its state): its attempts continue their
+   *  numbering and schedule. */
+  attemptsBefore?: number;
 }
 
 const baseDelay = (scale: number) => Math.max(1, Math.round(BASE_RETRY_DELAY_MS * scale));
@@ -32,12 +35,14 @@ export const retryDelayMs = (attempt: number, scale: number) => baseDelay(scale)
 /** When attempt n (1-based) happens, counted from the first attempt, in ms. */
 export const attemptOffsetMs = (attempt: number, scale: number) => baseDelay(scale) * (2 ** (attempt - 1) - 1);
 
-export function deliveryJobOptions(webhookId: string, retryScale: number): JobsOptions {
+/** attemptsBefore: attempts made by an earlier job of the same delivery (see DeliveryJob.attemptsBefore). */
+export function deliveryJobOptions(webhookId: string, retryScale: number, attemptsBefore = 0): JobsOptions {
   return {
     jobId: webhookId,
     deduplication: { id: webhookId, ttl: DEDUPE_TTL_MS },
-    attempts: MAX_ATTEMPTS,
-    backoff: { type: 'exponential', delay: baseDelay(retryScale) },
+    attempts: MAX_ATTEMPTS - attemptsBefore,
+    // BullMQ waits delay x 2^(n-1) after this job's n-th failure, i.e. retryDelayMs(attemptsBefore + n).
+    backoff: { type: 'exponential', delay: baseDelay(retryScale) * 2 ** attemptsBefore },
     // The attempt log in PostgreSQL is the record; Redis keeps only a short tail for inspection.
     removeOnComplete: { count: 1000 },
     removeOnFail: { age: 7 * 86400, count: 10_000 },

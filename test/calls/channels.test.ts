@@ -12,7 +12,7 @@ import { eventually, httpCall } from '../helpers/env.ts';
 import { aiCall, callEnv, callOrg, channelsUsed, dial, getCall, settled, waitStatus } from './helpers.ts';
 
 const { env } = await callEnv(t);
-const channels = new ChannelAccounts(env.redis, keyer(env.config.redisPrefix));
+const channels = new ChannelAccounts(env.redis, keyer(env.config.redisPrefix), env.db);
 
 t.test('200 concurrent dials against a channel limit of 10', async (t) => {
   const org = await callOrg(env, { channel_limit: 10 });

@@ -95,7 +95,7 @@ export function waitStatus(env: TestEnv, org: CallOrg, id: string, status: strin
 }
 
 /** The channel accounts of the test file's Redis prefix, read the way the platform reads them. */
-export const channelAccounts = (env: TestEnv) => new ChannelAccounts(env.redis, keyer(env.config.redisPrefix));
+export const channelAccounts = (env: TestEnv) => new ChannelAccounts(env.redis, keyer(env.config.redisPrefix), env.db);
 
 /** Channels the organization holds now (the Redis counter). */
 export async function channelsUsed(env: TestEnv, orgId: string): Promise<number> {

@@ -1,10 +1,13 @@
+import { confirmAdmission } from '../../shared/calls/admission.ts';
 import { pendingEffects } from '../../shared/calls/machine.ts';
 import { DIAL_QUEUE, type DialJob } from '../../shared/calls/queues.ts';
 import type { Processor } from '../processor.ts';
 
 // One job per accepted call: QUEUED -> RINGING and originate the first leg (a bridge's connect_number, an AI
 // call's destination). Origination locks the call row like a hangup does, so a setup cancellation either wins
-// (the call is CANCELED and nothing is dialed) or finds the call originated and leaves it running.
+// (the call is CANCELED and nothing is dialed) or finds the call originated and leaves it running. First the call
+// must still be counted in Redis (shared/calls/admission.ts): one whose admission Redis lost, and which the limits
+// have no room for again, ends without dialing.
 export const callsDial: Processor<DialJob> = {
   queue: DIAL_QUEUE,
   concurrency: 50,
@@ -12,12 +15,15 @@ export const callsDial: Processor<DialJob> = {
   workerOptions: { lockDuration: 5000, stalledInterval: 5000 },
   async process(job, deps) {
     const rt = deps.calls;
-    const applied = await rt.transition(job.data.callId, { type: 'originate', at: new Date() });
+    const refusal = await confirmAdmission(rt, job.data);
+    const applied = await rt.transition(job.data.callId, refusal
+      ? { type: 'admission_lost', code: refusal, at: new Date() }
+      : { type: 'originate', at: new Date() });
     if (!applied) return 'missing';
     // A retry, or a job taken again after its process died between commit and carrier command: the transition is
     // done, repeat what it called for.
     const takenBefore = job.attemptsMade > 0 || job.attemptsStarted > 1;
     if (takenBefore && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
-    return applied.step.result;
+    return refusal ? `${applied.step.result}: ${refusal}` : applied.step.result;
   },
 };

@@ -12,7 +12,8 @@ export const webhookDelivery: Processor<DeliveryJob> = {
   // default brings a crashed process's in-flight deliveries back within about 20 s instead of up to a minute.
   workerOptions: { lockDuration: 15_000, stalledInterval: 5_000 },
   async process(job, deps) {
-    const r = await attemptDelivery(deps.webhooks, job.data, job.attemptsMade + 1, job.opts.attempts ?? 1);
+    const before = job.data.attemptsBefore ?? 0;
+    const r = await attemptDelivery(deps.webhooks, job.data, before + job.attemptsMade + 1, before + (job.opts.attempts ?? 1));
     if (r.kind === 'retry' || r.kind === 'failed') throw new Error(`delivery ${job.data.webhookId}: ${r.error}`);
     return r;
   },

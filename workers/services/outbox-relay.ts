@@ -2,14 +2,16 @@ import { Queue } from 'bullmq';
 import { PgListener } from '../../shared/db-listen.ts';
 import { EVENTS_CHANNEL } from '../../shared/events/outbox.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
-import { relayBatch } from '../../shared/webhooks/relay.ts';
+import { RedisState } from '../../shared/redis-state.ts';
+import { RedisStateChanged, relayBatch } from '../../shared/webhooks/relay.ts';
 import type { Service } from '../processor.ts';
 
 // The outbox relay: committed `events` rows -> one webhook-delivery job per matching subscription. Woken by
 // NOTIFY ol_events (sent after each commit by wakeRelay) and by a poll every POLL_MS, so a lost notification or a
 // dropped LISTEN connection only delays. Batches run back to back while the backlog lasts. Any number of relays
 // (replicas) may run: rows are claimed with FOR UPDATE SKIP LOCKED. See shared/webhooks/relay.ts for why a crash
-// between enqueue and commit neither loses nor duplicates a delivery.
+// between enqueue and commit neither loses nor duplicates a delivery, and why a Redis that loses its state meanwhile
+// loses none either (the relay waits while the workers re-arm: workers/services/redis-recovery.ts).
 
 export const RELAY_BATCH = 1000;
 const POLL_MS = 1000;
@@ -24,6 +26,7 @@ export const outboxRelay: Service = {
   async start(deps) {
     const log = deps.log.child({ service: 'outbox-relay' });
     const queue = new Queue(DELIVERY_QUEUE, { connection: deps.redis, prefix: deps.config.redisPrefix });
+    const state = new RedisState(deps.redis, deps.key);
     let stopped = false;
     let notified = false;
     let wake: (() => void) | null = null;
@@ -45,11 +48,17 @@ export const outboxRelay: Service = {
             // A large fan-out is added in slices, so one MULTI never carries an unbounded number of jobs.
             for (let i = 0; i < jobs.length; i += RELAY_BATCH) await queue.addBulk(jobs.slice(i, i + RELAY_BATCH));
             if (FAULT === 'kill-after-enqueue') process.kill(process.pid, 'SIGKILL');
-          }, RELAY_BATCH, deps.config.webhookRetryScale);
+          }, RELAY_BATCH, deps.config.webhookRetryScale, () => state.epoch());
+          if ('waiting' in r) {
+            // Redis lost its state: nothing is relayed until the workers have re-armed (a second or so).
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            continue;
+          }
           full = r.events === RELAY_BATCH;
           if (r.events) log.debug({ events: r.events, jobs: r.jobs }, 'relayed');
         } catch (err) {
-          log.error({ err }, 'relay batch failed; retrying');
+          if (err instanceof RedisStateChanged) log.warn(err.message);
+          else log.error({ err }, 'relay batch failed; retrying');
           await new Promise((r) => setTimeout(r, POLL_MS));
           continue;
         }
