@@ -47,7 +47,7 @@ await runProcess(log, async () => {
   app.get('/metrics', (res) => {
     let aborted = false;
     res.onAborted(() => { aborted = true; });
-    renderMetrics(rt, phone).then(
+    renderMetrics(rt, phone, sip).then(
       (text) => { if (!aborted) res.cork(() => res.writeHeader('content-type', 'text/plain; version=0.0.4').end(text)); },
       (err) => { log.error({ err }, 'metrics failed'); if (!aborted) res.cork(() => res.writeStatus('500 Internal Server Error').end()); },
     );

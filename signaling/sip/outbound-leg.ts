@@ -123,8 +123,13 @@ export class OutboundLeg implements DialogHandler {
   /** The platform hangs the leg up: CANCEL while it rings, BYE once answered. Repeats are no-ops. */
   hangup(): void {
     if (this.state === 'ended') return;
-    if (this.state === 'answered') this.sendBye();
-    else if (this.state === 'calling') this.cancel();
+    if (this.state === 'answered') {
+      this.sendBye();
+      this.end('local_hangup');
+      this.finish();
+      return;
+    }
+    if (this.state === 'calling') this.cancel();
     // Its SIP work finishes when the INVITE does (487, or the 2xx we then hang up), or in start() for a leg still
     // waiting for its RTP port.
     this.end('local_hangup');

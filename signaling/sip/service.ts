@@ -69,6 +69,29 @@ export class SipService {
     this.worker.on('failed', (job, err) => this.log.warn({ job: job?.id, err: err.message }, 'SIP command failed'));
   }
 
+  /** Prometheus lines of this process's SIP side (signaling /metrics). */
+  metrics(): string[] {
+    const t = this.ua.transport.counts;
+    const live = [...this.legs.values()].filter((l) => l.live).length;
+    return [
+      '# HELP sip_messages_received_total SIP messages taken by the transport (well-formed, any sender).',
+      '# TYPE sip_messages_received_total counter',
+      `sip_messages_received_total ${t.received}`,
+      '# HELP sip_messages_dropped_total SIP input dropped unanswered: malformed, too large, or a TCP peer outside SIP_TRUNK_ALLOW.',
+      '# TYPE sip_messages_dropped_total counter',
+      `sip_messages_dropped_total ${t.dropped}`,
+      '# HELP sip_requests_refused_total Requests from outside SIP_TRUNK_ALLOW (answered 403).',
+      '# TYPE sip_requests_refused_total counter',
+      `sip_requests_refused_total ${this.ua.counts.refused}`,
+      '# HELP sip_requests_unmatched_total In-dialog requests, BYEs and CANCELs that matched no dialog (answered 481).',
+      '# TYPE sip_requests_unmatched_total counter',
+      `sip_requests_unmatched_total ${this.ua.counts.unmatched}`,
+      '# HELP sip_legs_live SIP legs of this process not ended yet.',
+      '# TYPE sip_legs_live gauge',
+      `sip_legs_live ${live}`,
+    ];
+  }
+
   /** Stops taking commands, hangs up every live leg (their ends are published), then closes the user agent. */
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
