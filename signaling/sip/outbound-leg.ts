@@ -63,6 +63,8 @@ export class OutboundLeg implements DialogHandler {
   private ringTimer: NodeJS.Timeout | null = null;
   private guardTimer: NodeJS.Timeout | null = null;
   private released = false;
+  /** Whether media was asked for the leg's port (a tombstone never was: nothing to free). */
+  private mediaAsked = false;
   /** When the leg ended (for the service's sweep of old tombstones). */
   endedAt: number | null = null;
 
@@ -81,6 +83,7 @@ export class OutboundLeg implements DialogHandler {
 
   async start(): Promise<void> {
     let media: { ip: string; port: number };
+    this.mediaAsked = true;
     try {
       media = await this.host.openMedia(this);
     } catch (err) {
@@ -339,7 +342,7 @@ export class OutboundLeg implements DialogHandler {
     if (this.released) return;
     this.released = true;
     if (this.guardTimer) clearTimeout(this.guardTimer);
-    this.host.release(this);
+    if (this.mediaAsked) this.host.release(this);
     setTimeout(() => this.host.ua.unregister(this.sipCallId, this), LINGER_MS).unref();
   }
 
