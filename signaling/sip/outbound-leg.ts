@@ -18,7 +18,7 @@ import { sipFailureOutcome, sipUser } from '../../shared/carriers/sip.ts';
 import type { Logger } from '../../shared/log.ts';
 import { offer, readAnswer } from './sdp.ts';
 import type { Remote } from './transport.ts';
-import { newCallId, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
+import { ALLOW_METHODS, newCallId, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
 
 /** What a leg needs from the service that runs it (signaling/sip/service.ts). */
 export interface LegHost {
@@ -73,7 +73,6 @@ export class OutboundLeg implements DialogHandler {
   get legId(): string { return this.req.legId; }
   get callId(): string { return this.req.callId; }
   get live(): boolean { return this.state !== 'ended'; }
-  get answered(): boolean { return this.state === 'answered'; }
 
   /** A leg that is over before it began (hangup before originate). */
   tombstone(): void {
@@ -111,7 +110,7 @@ export class OutboundLeg implements DialogHandler {
         contact: ua.contact(ua.trunk.protocol),
         'p-asserted-identity': `<sip:${from}@${trunkHost}>`,
         'max-forwards': 70,
-        allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS',
+        allow: ALLOW_METHODS,
         'user-agent': 'openline',
         'content-type': 'application/sdp',
       },
@@ -119,7 +118,14 @@ export class OutboundLeg implements DialogHandler {
     };
     this.state = 'calling';
     ua.register(this.sipCallId, this);
-    this.sendInvite();
+    try {
+      this.sendInvite();
+    } catch (err) {
+      this.host.log.error({ err, leg_id: this.legId }, 'the INVITE could not be sent');
+      this.end('carrier_rejected');
+      this.finish();
+      return;
+    }
     this.ringTimer = setTimeout(() => this.onRingTimeout(), this.req.ringTimeoutSeconds * 1000);
   }
 

@@ -102,8 +102,9 @@ export class SipUserAgent {
   }
 
   private via(protocol: Protocol, branch: string): sip.Via {
+    const host = this.settings.listen.host.includes(':') ? `[${this.settings.listen.host}]` : this.settings.listen.host;
     return {
-      version: '2.0', protocol, host: this.settings.listen.host, port: this.port,
+      version: '2.0', protocol, host, port: this.port,
       params: { ...(branch ? { branch } : {}), ...(protocol === 'UDP' ? { rport: null } : {}) },
     };
   }
