@@ -87,8 +87,11 @@ export async function startSipp(t: TapLike, o: { scenario?: string; transport?: 
   const child = spawn('sipp', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
+  const stop = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
+  // Also when the test process dies of an error before its teardowns run.
+  process.once('exit', stop);
   t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    stop();
     rmSync(dir, { recursive: true, force: true });
   });
   await eventually(async () => {
