@@ -87,13 +87,13 @@ export async function startSipp(t: TapLike, o: { scenario?: string; transport?: 
   const child = spawn('sipp', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });
-  const stop = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
   // Also when the test process dies of an error before its teardowns run.
   process.once('exit', stop);
-  t.teardown(() => {
-    stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  t.teardown(stop);
   await eventually(async () => {
     if (child.exitCode !== null) throw new Error(`sipp exited (${child.exitCode}): ${stderr}`);
     return bound(port, o.transport ?? 'udp');
