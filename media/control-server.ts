@@ -6,8 +6,9 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from '../shared/log.ts';
 import {
-  AttachFarEndRequest, ConnectBrowserTransportRequest, ConsumeRequest, CreateBrowserTransportRequest,
-  CreateSessionRequest, ProduceRequest, type ControlErrorBody, type MediaEvent, type SessionCreated, type WorkersInfo,
+  AttachFarEndRequest, BridgeRequest, ConnectBrowserTransportRequest, ConnectCarrierLegRequest, ConsumeRequest,
+  CreateBrowserTransportRequest, CreateCarrierLegRequest, CreateSessionRequest, ProduceRequest, type ControlErrorBody,
+  type MediaEvent, type SessionCreated, type WorkersInfo,
 } from '../shared/media/protocol.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
 import { ControlError } from './errors.ts';
@@ -24,6 +25,9 @@ const validate = {
   produce: compileBody(ProduceRequest),
   consume: compileBody(ConsumeRequest),
   attachFarEnd: compileBody(AttachFarEndRequest),
+  createCarrierLeg: compileBody(CreateCarrierLegRequest),
+  connectCarrierLeg: compileBody(ConnectCarrierLegRequest),
+  bridge: compileBody(BridgeRequest),
 };
 
 export interface ControlServerOptions {
@@ -62,7 +66,7 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
   const routes: { method: string; pattern: RegExp; handler: (m: string[]) => Handler }[] = [
     { method: 'POST', pattern: /^\/v1\/sessions$/, handler: () => async (_req, body) => {
       const b = validate.createSession(body);
-      const { session, created } = await sessions.create(b.callId, b.maxDurationMs);
+      const { session, created } = await sessions.create(b.callId, b.maxDurationMs, b.carrier);
       return { callId: session.callId, created, routerId: session.routerId, workerPid: session.workerPid, rtpCapabilities: session.rtpCapabilities } satisfies SessionCreated;
     } },
     { method: 'GET', pattern: /^\/v1\/sessions$/, handler: () => async () => ({ sessions: sessions.list().map((s) => s.summary()) }) },
@@ -94,6 +98,22 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
     { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/far-end$/, handler: ([id]) => async (_req, body) => {
       validate.attachFarEnd(body);
       return sessions.get(id).attachSandboxFarEnd();
+    } },
+    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs$/, handler: ([id]) => async (_req, body) => {
+      return sessions.get(id).createCarrierLeg(validate.createCarrierLeg(body).legId);
+    } },
+    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs\/([^/]+)\/connect$/, handler: ([id, legId]) => async (_req, body) => {
+      await sessions.get(id).connectCarrierLeg(legId, validate.connectCarrierLeg(body));
+      return { connected: true };
+    } },
+    { method: 'DELETE', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs\/([^/]+)$/, handler: ([id, legId]) => async () => {
+      await sessions.get(id).closeCarrierLeg(legId);
+      return { legId, closed: true };
+    } },
+    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/bridge$/, handler: ([id]) => async (_req, body) => {
+      const { legs } = validate.bridge(body);
+      await sessions.get(id).bridge(legs[0], legs[1]);
+      return { bridged: true };
     } },
     { method: 'GET', pattern: /^\/v1\/sessions\/([^/]+)\/stats$/, handler: ([id]) => async () => sessions.get(id).stats() },
     { method: 'GET', pattern: /^\/v1\/workers$/, handler: () => async () => ({ processPid: process.pid, instanceId, workers: pool.list() }) satisfies WorkersInfo },

@@ -11,18 +11,26 @@ import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { types } from 'mediasoup';
 import type {
-  BrowserTransportCreated, Consumed, FarEndAttached, MediasoupObject, Produced, SessionCloseReason, SessionStats,
-  SessionSummary,
+  BrowserTransportCreated, CarrierLegConnect, CarrierLegCreated, Consumed, FarEndAttached, MediasoupObject, Produced,
+  SessionCloseReason, SessionStats, SessionSummary,
 } from '../shared/media/protocol.ts';
 import { PCMU_PAYLOAD_TYPE } from '../shared/media/rtp.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
 import { ControlError } from './errors.ts';
 import { SandboxFarEnd } from './sandbox-far-end.ts';
+import { SipLeg } from './sip-leg.ts';
 import type { MediaWorkerPool } from './worker-pool.ts';
 
 export const MEDIA_CODECS: types.RtpCodecCapability[] = [
   { kind: 'audio', mimeType: 'audio/PCMU', clockRate: 8000, preferredPayloadType: PCMU_PAYLOAD_TYPE },
   { kind: 'audio', mimeType: 'audio/opus', clockRate: 48000, channels: 2 },
+];
+
+/** A `sip` session's router: G.711 both ways for the carrier legs (PCMU first, as for the browser). */
+export const SIP_MEDIA_CODECS: types.RtpCodecCapability[] = [
+  ...MEDIA_CODECS.slice(0, 1),
+  { kind: 'audio', mimeType: 'audio/PCMA', clockRate: 8000, preferredPayloadType: 8 },
+  ...MEDIA_CODECS.slice(1),
 ];
 
 /** What the carrier's far end can receive: G.711 μ-law and nothing else. */
@@ -55,6 +63,8 @@ export class MediaSession extends EventEmitter<SessionEvents> {
   private browserConsumer: types.Consumer | null = null;
   private carrierConsumer: types.Consumer | null = null;
   private farEnd: SandboxFarEnd | null = null;
+  /** A `sip` session's carrier legs, by leg id. */
+  private readonly sipLegs = new Map<string, SipLeg>();
   private readonly maxDurationTimer: NodeJS.Timeout;
   /** Requests on one session run one at a time: each checks the state the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -63,8 +73,9 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     readonly callId: string,
     readonly workerPid: number,
     private readonly router: types.Router,
-    private readonly carrierTransport: types.PlainTransport,
-    private readonly carrierProducer: types.Producer,
+    /** The sandbox far end's side; null in a `sip` session, whose far ends are its SIP legs. */
+    private readonly carrierTransport: types.PlainTransport | null,
+    private readonly carrierProducer: types.Producer | null,
     private readonly carrierSsrc: number,
     private readonly settings: MediaSettings,
     maxDurationMs: number,
@@ -75,8 +86,12 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     this.maxDurationTimer.unref();
   }
 
-  static async create(pool: MediaWorkerPool, callId: string, settings: MediaSettings, maxDurationMs: number): Promise<MediaSession> {
-    const { router, workerPid } = await pool.createRouter(MEDIA_CODECS);
+  static async create(pool: MediaWorkerPool, callId: string, settings: MediaSettings, maxDurationMs: number, carrier: 'sandbox' | 'sip' = 'sandbox'): Promise<MediaSession> {
+    const { router, workerPid } = await pool.createRouter(carrier === 'sip' ? SIP_MEDIA_CODECS : MEDIA_CODECS);
+    if (carrier === 'sip') {
+      if (router.closed) throw new ControlError('unavailable', 'the mediasoup worker closed while the session was created');
+      return new MediaSession(callId, workerPid, router, null, null, 0, settings, Math.min(maxDurationMs, settings.sessionMaxMs));
+    }
     try {
       const carrierTransport = await router.createPlainTransport({ listenIp: { ip: CARRIER_LISTEN_IP }, rtcpMux: true, comedia: false });
       const carrierSsrc = randomInt(1, 0xffffffff);
@@ -98,6 +113,7 @@ export class MediaSession extends EventEmitter<SessionEvents> {
   }
 
   get routerId(): string { return this.router.id; }
+  get carrier(): 'sandbox' | 'sip' { return this.carrierTransport ? 'sandbox' : 'sip'; }
   get rtpCapabilities(): MediasoupObject { return this.router.rtpCapabilities as unknown as MediasoupObject; }
 
   createBrowserTransport(type: 'webrtc' | 'plain'): Promise<BrowserTransportCreated> {
@@ -160,6 +176,7 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     return this.serial(async () => {
       const browser = this.requireBrowser(transportId);
       if (this.browserConsumer) throw new ControlError('conflict', 'the browser already consumes the far end in this session');
+      if (!this.carrierProducer) throw new ControlError('conflict', 'a sip session has no sandbox far end for the browser to hear');
       const caps = rtpCapabilities as types.RtpCapabilities;
       if (!this.router.canConsume({ producerId: this.carrierProducer.id, rtpCapabilities: caps })) {
         throw new ControlError('codec_mismatch', 'the far end sends audio/PCMU, which these rtpCapabilities cannot receive', { rtpCapabilities: 'must include audio/PCMU' });
@@ -180,6 +197,8 @@ export class MediaSession extends EventEmitter<SessionEvents> {
   /** The sandbox far end answers: tone, then echo. The carrier leg connects to it. */
   attachSandboxFarEnd(): Promise<FarEndAttached> {
     return this.serial(async () => {
+      const carrierTransport = this.carrierTransport;
+      if (!carrierTransport) throw new ControlError('conflict', 'a sip session has no sandbox far end: its far ends are its carrier legs');
       if (this.farEnd) throw new ControlError('conflict', 'the session already has a far end');
       // Checked before the carrier transport connects: it connects once, so a refused attach must not touch it.
       if (this.browserProducer) this.assertCarrierCanCarry(this.browserProducer);
@@ -189,14 +208,14 @@ export class MediaSession extends EventEmitter<SessionEvents> {
       if (this.closed) { farEnd.close(); throw new ControlError('not_found', 'the session closed'); }
       this.farEnd = farEnd;
       try {
-        await this.carrierTransport.connect({ ip: farEnd.address.ip, port: farEnd.address.port });
+        await carrierTransport.connect({ ip: farEnd.address.ip, port: farEnd.address.port });
         await this.connectCarrierConsumer();
       } catch (err) {
         this.farEnd = null;
         farEnd.close();
         throw err;
       }
-      const tuple = this.carrierTransport.tuple;
+      const tuple = carrierTransport.tuple;
       farEnd.start({ ip: tuple.localIp, port: tuple.localPort });
       return { kind: 'sandbox', phase: farEnd.phase, toneMs: this.settings.sandboxToneMs };
     });
@@ -206,6 +225,8 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     const b = this.browsers[0];
     return {
       callId: this.callId,
+      carrier: this.carrier,
+      carrierLegs: [...this.sipLegs.keys()],
       routerId: this.router.id,
       workerPid: this.workerPid,
       createdAt: this.createdAt.toISOString(),
@@ -235,7 +256,50 @@ export class MediaSession extends EventEmitter<SessionEvents> {
       browser: { in: browserIn, out: { packets: browserOut.packets, bytes: browserOut.bytes } },
       carrier: { in: carrierIn, out: { packets: carrierOut.packets, bytes: carrierOut.bytes } },
       farEnd: f && { phase: f.phase, tonePacketsSent: f.tonePacketsSent, echoPacketsSent: f.echoPacketsSent, packetsReceived: f.packetsReceived },
+      carrierLegs: await Promise.all([...this.sipLegs.values()].map((l) => l.stats())),
     };
+  }
+
+  /** A SIP carrier leg's RTP port (idempotent per leg id: a repeat answers the same port). */
+  createCarrierLeg(legId: string): Promise<CarrierLegCreated> {
+    return this.serial(async () => {
+      if (this.carrierTransport) throw new ControlError('conflict', 'carrier legs belong to sip sessions (create the session with carrier "sip")');
+      const existing = this.sipLegs.get(legId);
+      if (existing) return existing.created(false);
+      const leg = await SipLeg.create(this.router, legId, this.settings);
+      if (this.closed) { leg.close(); throw new ControlError('not_found', 'the session closed'); }
+      this.sipLegs.set(legId, leg);
+      return leg.created(true);
+    });
+  }
+
+  /** The far end answered: relay and produce its audio. */
+  connectCarrierLeg(legId: string, far: CarrierLegConnect): Promise<void> {
+    return this.serial(async () => { await this.requireSipLeg(legId).connect(far); });
+  }
+
+  /** Closes one carrier leg (its port is freed); a leg already gone is not an error. */
+  closeCarrierLeg(legId: string): Promise<void> {
+    return this.serial(async () => {
+      this.sipLegs.get(legId)?.close();
+      this.sipLegs.delete(legId);
+    });
+  }
+
+  /** Each leg's far end hears the other's (both connected, same G.711 codec). Idempotent. */
+  bridge(a: string, b: string): Promise<void> {
+    return this.serial(async () => {
+      if (a === b) throw new ControlError('validation_error', 'a bridge joins two different legs', { legs: 'must name two different legs' });
+      const [legA, legB] = [this.requireSipLeg(a), this.requireSipLeg(b)];
+      await legB.consumeFrom(this.router, legA);
+      await legA.consumeFrom(this.router, legB);
+    });
+  }
+
+  private requireSipLeg(legId: string): SipLeg {
+    const leg = this.sipLegs.get(legId);
+    if (!leg) throw new ControlError('not_found', `no carrier leg ${legId} in session ${this.callId}`);
+    return leg;
   }
 
   close(reason: SessionCloseReason): void {
@@ -243,13 +307,15 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     this.closed = true;
     clearTimeout(this.maxDurationTimer);
     this.farEnd?.close();
+    for (const leg of this.sipLegs.values()) leg.close();
+    this.sipLegs.clear();
     if (!this.router.closed) this.router.close();
     this.emit('closed', reason);
   }
 
   /** Once the browser produces and the far end is attached, the browser's audio flows to the far end. */
   private async connectCarrierConsumer(): Promise<void> {
-    if (this.carrierConsumer || !this.browserProducer || !this.farEnd) return;
+    if (this.carrierConsumer || !this.browserProducer || !this.farEnd || !this.carrierTransport) return;
     this.assertCarrierCanCarry(this.browserProducer);
     this.carrierConsumer = await this.carrierTransport.consume({ producerId: this.browserProducer.id, rtpCapabilities: FAR_END_RTP_CAPABILITIES });
   }

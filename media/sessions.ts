@@ -20,12 +20,14 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
 
   get size(): number { return this.sessions.size; }
 
-  async create(callId: string, maxDurationMs?: number): Promise<{ session: MediaSession; created: boolean }> {
-    const existing = this.sessions.get(callId);
-    if (existing) return { session: existing, created: false };
+  async create(callId: string, maxDurationMs?: number, carrier: 'sandbox' | 'sip' = 'sandbox'): Promise<{ session: MediaSession; created: boolean }> {
     const pending = this.creating.get(callId);
-    if (pending) return { session: await pending, created: false };
-    const creation = MediaSession.create(this.pool, callId, this.settings, maxDurationMs ?? this.settings.sessionMaxMs);
+    const existing = this.sessions.get(callId) ?? (pending && await pending);
+    if (existing) {
+      if (existing.carrier !== carrier) throw new ControlError('conflict', `session ${callId} exists with carrier ${existing.carrier}`);
+      return { session: existing, created: false };
+    }
+    const creation = MediaSession.create(this.pool, callId, this.settings, maxDurationMs ?? this.settings.sessionMaxMs, carrier);
     this.creating.set(callId, creation);
     try {
       const session = await creation;

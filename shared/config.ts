@@ -1,6 +1,8 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import sipLib from 'sip';
 /** Settings of the production (LiveKit) carrier; present exactly when CARRIER=livekit. */
 export interface LiveKitSettings {
   /** Server URL, e.g. https://my-project.livekit.cloud */
@@ -97,8 +99,10 @@ export interface Config {
   eventsRetentionDays: number;
   /** Connections of each process's PostgreSQL pool (DATABASE_POOL_MAX); null: the process's own default. */
   databasePoolMax: number | null;
-  carrier: 'sandbox' | 'livekit';
+  carrier: 'sandbox' | 'livekit' | 'sip';
   livekit: LiveKitSettings | null;
+  /** The SIP trunk carrier's settings; present exactly when CARRIER=sip. */
+  sip: SipSettings | null;
   /** Where rendered recordings are kept, one file per call (RECORDINGS_DIR, default <os temp>/openline-recordings). */
   recordingsDir: string;
   /** Recording downloads one gateway streams at once; more get 503 with Retry-After (RECORDING_STREAMS_MAX, 32). */
@@ -219,6 +223,84 @@ function cnamSettings(env: NodeJS.ProcessEnv): CnamSettings {
   return { provider, telnyx: { apiKey: env.TELNYX_API_KEY, baseUrl: telnyxApiUrl(env) } };
 }
 
+// --- The SIP trunk carrier (CARRIER=sip) ---
+
+/** One network of SIP_TRUNK_ALLOW. */
+export interface Cidr { address: string; prefix: number; family: 'ipv4' | 'ipv6' }
+
+/** Settings of the SIP trunk carrier (shared/carriers/sip.ts, signaling/sip/); present exactly when CARRIER=sip. */
+export interface SipSettings {
+  /** SIP_TRUNK_URI: where every outbound INVITE goes, e.g. sip:203.0.113.5:5060;transport=udp. */
+  trunk: { uri: string; host: string; port: number; transport: 'udp' | 'tcp' };
+  /** SIP_TRUNK_USERNAME and SIP_TRUNK_PASSWORD: digest credentials answered to a 401/407 (both or neither). */
+  credentials: { username: string; password: string } | null;
+  /** SIP_LISTEN: the address and port the user agent binds, UDP and TCP alike (default 127.0.0.1:5060; port 0 picks a
+   *  free one). The address also goes into Via and Contact, so it must be one the trunk can reach. */
+  listen: { host: string; port: number };
+  /** SIP_TRUNK_ALLOW: the networks that may send us SIP and receive our RTP (default: the trunk host's address). */
+  allow: Cidr[];
+  /** SIP_USER_FORMAT: how numbers go into SIP user parts, e164 (+14155550100) or digits (14155550100). */
+  userFormat: 'e164' | 'digits';
+  /** SIP_PRICE_PER_MINUTE_CENTS: price of one started minute of one answered leg (default 2). */
+  pricePerMinuteCents: number;
+}
+
+function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
+  const raw = env.SIP_TRUNK_URI;
+  if (!raw) throw new Error('CARRIER=sip needs SIP_TRUNK_URI (e.g. sip:203.0.113.5:5060;transport=udp)');
+  const uri = sipLib.parseUri(raw);
+  const transport = (uri?.params.transport ?? 'udp').toLowerCase();
+  if (!uri || uri.schema !== 'sip' || uri.user || (transport !== 'udp' && transport !== 'tcp')) {
+    throw new Error(`SIP_TRUNK_URI must be sip:HOST[:PORT][;transport=udp|tcp] (no user part: the dialed number goes there), got "${raw}"`);
+  }
+  const port = uri.port || 5060;
+  if (port > 65535) throw new Error(`SIP_TRUNK_URI has no valid port, got "${raw}"`);
+  const username = env.SIP_TRUNK_USERNAME || '';
+  const password = env.SIP_TRUNK_PASSWORD || '';
+  if (!username !== !password) throw new Error('SIP_TRUNK_USERNAME and SIP_TRUNK_PASSWORD go together: set both or neither');
+  let allow: Cidr[];
+  if (env.SIP_TRUNK_ALLOW) {
+    allow = env.SIP_TRUNK_ALLOW.split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
+      const c = parseCidr(s);
+      if (!c) throw new Error(`SIP_TRUNK_ALLOW must be a comma-separated list of addresses or CIDR networks (203.0.113.0/24), got "${s}"`);
+      return c;
+    });
+    if (!allow.length) throw new Error('SIP_TRUNK_ALLOW is empty');
+  } else {
+    const host = uri.host.replace(/^\[|\]$/g, '');
+    if (!isIP(host)) throw new Error(`SIP_TRUNK_URI names a host (${uri.host}), not an address: set SIP_TRUNK_ALLOW to the trunk's networks`);
+    allow = [parseCidr(host)!];
+  }
+  const listenRaw = env.SIP_LISTEN || '127.0.0.1:5060';
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(listenRaw);
+  const listenHost = m ? (m[1] ?? m[2]) : '';
+  const listenPort = m ? Number(m[3]) : NaN;
+  if (!m || !isIP(listenHost) || listenHost === '0.0.0.0' || listenHost === '::' || listenPort > 65535) {
+    throw new Error(`SIP_LISTEN must be ADDRESS:PORT with a specific IP address (it goes into Via and Contact), got "${listenRaw}"`);
+  }
+  const price = env.SIP_PRICE_PER_MINUTE_CENTS ? Number(env.SIP_PRICE_PER_MINUTE_CENTS) : 2;
+  if (!Number.isInteger(price) || price < 0) throw new Error(`SIP_PRICE_PER_MINUTE_CENTS must be a whole number of cents, got "${env.SIP_PRICE_PER_MINUTE_CENTS}"`);
+  return {
+    trunk: { uri: raw, host: uri.host, port, transport },
+    credentials: username ? { username, password } : null,
+    listen: { host: listenHost, port: listenPort },
+    allow,
+    userFormat: oneOf('SIP_USER_FORMAT', ['e164', 'digits'], env),
+    pricePerMinuteCents: price,
+  };
+}
+
+/** An address (a /32 or /128) or a CIDR network; null when it is neither. */
+export function parseCidr(s: string): Cidr | null {
+  const [address, bits, extra] = s.split('/');
+  const v = isIP(address);
+  if (!v || extra !== undefined) return null;
+  const max = v === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
+  if (!(prefix >= 0 && prefix <= max)) return null;
+  return { address, prefix, family: v === 4 ? 'ipv4' : 'ipv6' };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
@@ -228,7 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`SIGNALING_PUBLIC_URL must be a ws:// or wss:// URL, got "${env.SIGNALING_PUBLIC_URL}"`);
   }
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
-  if (carrier !== 'sandbox' && carrier !== 'livekit') throw new Error(`CARRIER must be sandbox or livekit, got "${carrier}"`);
+  if (carrier !== 'sandbox' && carrier !== 'livekit' && carrier !== 'sip') throw new Error(`CARRIER must be sandbox, livekit or sip, got "${carrier}"`);
   return {
     databaseUrl: env.DATABASE_URL || 'postgres://127.0.0.1:5432/openline',
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
@@ -250,6 +332,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolMax: env.DATABASE_POOL_MAX ? positiveInt('DATABASE_POOL_MAX', 1, env) : null,
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
+    sip: carrier === 'sip' ? sipSettings(env) : null,
     recordingsDir: env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings'),
     recordingStreamsMax: positiveInt('RECORDING_STREAMS_MAX', 32, env),
     clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),

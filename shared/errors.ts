@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   content_policy_forbidden: { status: 403 },
   // Phone-number lifecycle: the number (or every number of the area code) is held by an organization.
   number_unavailable: { status: 409 },
+  // Buying numbers with CARRIER=sip: the numbers are the trunk provider's, not the platform's to sell.
+  numbers_from_trunk: { status: 409 },
   // Webhook subscriptions: the same URL already subscribed to the event type (fields.conflicts_with names it), and
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
   subscription_exists: { status: 409 },
@@ -104,7 +106,7 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   service_unavailable: 'Temporarily unavailable: the database or Redis cannot be reached (an outage; the message names '
     + 'which), or the gateway is at a capacity limit (for example recordings already streaming). Not a bug: retry after '
     + 'Retry-After seconds. Without Retry-After: a feature this platform does not offer as configured (the message says '
-    + 'which, e.g. an LOA before the operator set PLATFORM_LEGAL_NAME).',
+    + 'which, e.g. an LOA before the operator set PLATFORM_LEGAL_NAME, or an AI call with CARRIER=sip).',
   destination_missing: 'No destination (to_number) was given.',
   destination_invalid: 'The destination is not a valid, dialable E.164 number.',
   no_active_number: 'The caller ID (from_number) is not an active number of the organization (for example still '
@@ -135,6 +137,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'transcripts, recordings and derived analysis are never returned.',
   number_unavailable: 'The number (or every number of the area code) is already held by an organization; pick another '
     + 'from GET /v1/phone-numbers/available.',
+  numbers_from_trunk: 'This platform places calls through a SIP trunk (CARRIER=sip): its numbers are bought from the '
+    + 'trunk provider and brought onto the organization by an operator, not bought here.',
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',

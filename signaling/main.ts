@@ -14,6 +14,7 @@ import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignal
 import { SOFTPHONE_PATH, Softphone } from './softphone.ts';
 import { loadMediaSettings } from '../shared/media/settings.ts';
 import { MediaLink } from './media.ts';
+import { SipService } from './sip/service.ts';
 
 // Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
 // reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz, /readyz and /metrics.
@@ -34,9 +35,14 @@ await runProcess(log, async () => {
   // Media: with the sandbox carrier signaling drives the media process (mediasoup); with LiveKit the media is
   // LiveKit's and the softphone WebSocket carries signaling only (welcome.media null). SIGNALING_MEDIA=off forces
   // signaling only (tests of the call flow, bench:signaling's redemption figure).
+  // With the SIP trunk carrier signaling also runs the SIP user agent, whose legs' RTP is media's (its own link); the
+  // softphone carries signaling only there until browser calls reach SIP legs (docs/status.md).
   const mediaOn = config.carrier === 'sandbox' && process.env.SIGNALING_MEDIA !== 'off';
-  const mediaSettings = mediaOn ? loadMediaSettings() : null;
-  const media = mediaSettings ? new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log) : null;
+  const mediaSettings = mediaOn || config.carrier === 'sip' ? loadMediaSettings() : null;
+  const media = mediaOn && mediaSettings ? new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log) : null;
+  const sip = config.carrier === 'sip' && mediaSettings
+    ? new SipService(rt, instance, new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log), log) : null;
+  await sip?.start();
   const phone = new Softphone(rt, instance, log, media);
   await phone.start(app);
   app.get('/healthz', (res) => {
@@ -54,7 +60,7 @@ await runProcess(log, async () => {
   app.get('/metrics', (res) => {
     let aborted = false;
     res.onAborted(() => { aborted = true; });
-    renderMetrics(rt, phone).then(
+    renderMetrics(rt, phone, sip).then(
       (text) => { if (!aborted) res.cork(() => res.writeHeader('content-type', 'text/plain; version=0.0.4').end(text)); },
       (err) => { log.error({ err }, 'metrics failed'); if (!aborted) res.cork(() => res.writeStatus('500 Internal Server Error').end()); },
     );
@@ -75,12 +81,13 @@ await runProcess(log, async () => {
   const port = uWS.us_socket_local_port(listenSocket);
   return {
     info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance,
-      media: mediaSettings?.controlUrl ?? null },
+      media: mediaSettings?.controlUrl ?? null, sip: sip?.address ?? null },
     stop: async () => {
       clearInterval(heartbeat);
       clearInterval(reconciler);
       uWS.us_listen_socket_close(listenSocket);
       await phone.stop();
+      await sip?.stop();
       await redis.del(aliveKey(rt, instance)).catch(() => undefined);
       await rt.queues.close().catch(() => undefined);
       await redis.quit();

@@ -1,11 +1,12 @@
 // /metrics of signaling (Prometheus text): live legs per organization and role, channels in use per organization
 // (both from Redis, so every signaling process shows the same), and this process's sockets and redemptions.
 import type { CallRuntime } from '../shared/calls/runtime.ts';
+import type { SipService } from './sip/service.ts';
 import type { Softphone } from './softphone.ts';
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
-export async function renderMetrics(rt: CallRuntime, phone: Softphone): Promise<string> {
+export async function renderMetrics(rt: CallRuntime, phone: Softphone, sip: SipService | null = null): Promise<string> {
   const out: string[] = [];
   out.push('# HELP openline_live_legs Live call legs per organization and role (browser, destination, connect).');
   out.push('# TYPE openline_live_legs gauge');
@@ -26,5 +27,6 @@ export async function renderMetrics(rt: CallRuntime, phone: Softphone): Promise<
   out.push('# HELP signaling_errors_total Error frames sent, by code.');
   out.push('# TYPE signaling_errors_total counter');
   for (const [code, n] of phone.stats.refused) out.push(`signaling_errors_total{code="${code}"} ${n}`);
+  if (sip) out.push(...sip.metrics());
   return out.join('\n') + '\n';
 }

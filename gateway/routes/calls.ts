@@ -157,7 +157,8 @@ export const callRoutes: Plugin = (routes) => {
       + 'agent_id, or inline agent settings) speaks its greeting and holds the conversation; the transcript is available '
       + 'when it ends. Answers 202 with the call QUEUED. Holds 1 channel until it ends. The older spelling caller_id / '
       + 'destination still works, answered with Deprecation, Sunset and Link rel="sunset" headers; mixing both '
-      + 'spellings of one field is a validation_error. ' + PLACEMENT,
+      + 'spellings of one field is a validation_error. With the SIP trunk carrier (CARRIER=sip) AI calls answer '
+      + 'service_unavailable (503): the voice-agent media pipeline they need does not exist there yet. ' + PLACEMENT,
     examples: {
       request: { from_number: '+14155550123', to_number: '+12125550187', agent_id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70' },
       response: { data: { ...ACCEPTED_EXAMPLE, to_number: '+12125550187', agent_id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70' } },
@@ -181,7 +182,7 @@ export const callRoutes: Plugin = (routes) => {
       schema: Type.Object({ data: Type.Object({ ...Accepted.properties, to_number: Type.String({ description: 'The called party (E.164).' }),
         agent_id: Nullable(Type.String(), 'The saved agent used; null for inline settings.') }, { description: 'The accepted call.' }) }),
     },
-    errors: [...CALL_ERRORS],
+    errors: [...CALL_ERRORS, 'service_unavailable'],
     handler: async (ctx) => {
       const { deps, principal, body, baseUrl } = ctx;
       const fields: Record<string, string> = {};

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import {
-  availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
+  assertNumbersPurchasable, availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
@@ -54,7 +54,8 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     description: 'Buys one number for the organization: the exact phone_number, or any free number of area_code. The '
       + 'number is held at once (status PROVISIONING, is_active false) and turns ACTIVE asynchronously, within seconds on '
       + 'the sandbox, when the number_purchased webhook fires. A PROVISIONING number cannot place calls yet '
-      + '(no_active_number). A number held by any organization answers number_unavailable.',
+      + '(no_active_number). A number held by any organization answers number_unavailable. With the SIP trunk carrier '
+      + '(CARRIER=sip) numbers come from the trunk provider: buying answers numbers_from_trunk (409).',
     examples: {
       request: { phone_number: '+14155550123', name: 'Front desk' },
       response: { data: { ...DETAIL_EXAMPLE, status: 'PROVISIONING', is_active: false, activated_at: null } },
@@ -67,9 +68,10 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label for the number.' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
-    errors: ['number_unavailable'],
+    errors: ['number_unavailable', 'numbers_from_trunk'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
+      assertNumbersPurchasable(deps.config.carrier);
       const reply = (r: LifecycleRow): Reply => ({ status: 202, body: { data: numberDetailView(r) } });
       const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
       try {

@@ -60,6 +60,10 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const { db, key } = rt.deps;
   const F = req.names.from;
   const T = req.names.to;
+  if (req.type === 'ai' && !rt.profile.agentCalls) {
+    throw new ApiError('service_unavailable', `AI calls are not available with the ${rt.profile.name} carrier: the voice-agent media pipeline they need does not exist yet.`,
+      { resolutionHint: 'Place bridge calls (POST /v1/calls/dial) with this carrier; AI calls run with the sandbox carrier.' });
+  }
 
   // 1. Validation. Each number is parsed once, here; the rules below read the parsed numbers.
   if (req.to === undefined || req.to === '') {

@@ -34,7 +34,7 @@ export class CallRuntime {
     this.callRate = new FixedWindowLimiter(deps.redis);
     this.spend = new SpendAccounts(deps.redis, deps.key, deps.db);
     this.profile = carrierProfile(deps.config);
-    this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents) : withCarrier || null;
+    this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents, deps.redis) : withCarrier || null;
     // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
     this.onCommitted((applied, input) => afterBrowserTransition(deps, applied, input));
   }

@@ -1,26 +1,38 @@
 // Carrier selection (config.carrier, env CARRIER). The gateway only needs a carrier's profile (name, time scale,
 // price) to record a call; the workers hold the carrier itself.
 import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
+import { keyer } from '../redis.ts';
 import type { Carrier } from './carrier.ts';
 import { LiveKitCarrier } from './livekit.ts';
 import { SANDBOX_PRICE_CENTS_PER_MINUTE, SandboxCarrier } from './sandbox.ts';
+import { SIP_CARRIER, SipCarrier } from './sip.ts';
 
-export interface CarrierProfile { name: string; timeScale: number; pricePerMinuteCents: number }
+export interface CarrierProfile {
+  name: string;
+  timeScale: number;
+  pricePerMinuteCents: number;
+  /** Whether AI calls can run: the SIP trunk carrier has no voice-agent media pipeline yet. */
+  agentCalls: boolean;
+}
 
 export function carrierProfile(config: Config): CarrierProfile {
   switch (config.carrier) {
-    case 'sandbox': return { name: 'sandbox', timeScale: config.sandboxTimeScale, pricePerMinuteCents: SANDBOX_PRICE_CENTS_PER_MINUTE };
+    case 'sandbox': return { name: 'sandbox', timeScale: config.sandboxTimeScale, pricePerMinuteCents: SANDBOX_PRICE_CENTS_PER_MINUTE, agentCalls: true };
     // A real network runs in real time; its price comes from LIVEKIT_PRICE_PER_MINUTE_CENTS.
-    case 'livekit': return { name: 'livekit', timeScale: 1, pricePerMinuteCents: config.livekit!.pricePerMinuteCents };
+    case 'livekit': return { name: 'livekit', timeScale: 1, pricePerMinuteCents: config.livekit!.pricePerMinuteCents, agentCalls: true };
+    case 'sip': return { name: SIP_CARRIER, timeScale: 1, pricePerMinuteCents: config.sip!.pricePerMinuteCents, agentCalls: false };
   }
 }
 
 /** The configured carrier; its events go to `events` (the carrier-events queue). */
-export function createCarrier(config: Config, events: Queue): Carrier {
+export function createCarrier(config: Config, events: Queue, redis: Redis): Carrier {
   switch (config.carrier) {
     case 'sandbox': return new SandboxCarrier(events, config.sandboxTimeScale);
     // Progress arrives through LiveKit webhooks at the gateway, which queues it on `events` itself.
     case 'livekit': return new LiveKitCarrier(config.livekit!);
+    // Commands go to the signaling process owning each leg, which publishes the leg's events itself.
+    case 'sip': return new SipCarrier(redis, keyer(config.redisPrefix), config.redisPrefix, events, config.sip!);
   }
 }

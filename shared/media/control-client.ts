@@ -4,8 +4,8 @@
 import { EventEmitter } from 'node:events';
 import { Agent, request, type IncomingMessage } from 'node:http';
 import type {
-  BrowserTransportCreated, Consumed, ControlErrorBody, ControlErrorCode, FarEndAttached, MediaEvent, MediasoupObject,
-  Produced, SessionCreated, SessionStats, SessionSummary, WorkersInfo,
+  BrowserTransportCreated, CarrierLegConnect, CarrierLegCreated, Consumed, ControlErrorBody, ControlErrorCode,
+  FarEndAttached, MediaEvent, MediasoupObject, Produced, SessionCreated, SessionStats, SessionSummary, WorkersInfo,
 } from './protocol.ts';
 import { paths } from './protocol.ts';
 
@@ -38,7 +38,7 @@ export class MediaControlClient {
     this.base = options.url.replace(/\/+$/, '');
   }
 
-  createSession(callId: string, opts: { maxDurationMs?: number } = {}): Promise<SessionCreated> {
+  createSession(callId: string, opts: { maxDurationMs?: number; carrier?: 'sandbox' | 'sip' } = {}): Promise<SessionCreated> {
     return this.call('POST', paths.sessions, { callId, ...opts });
   }
   listSessions(): Promise<{ sessions: SessionSummary[] }> { return this.call('GET', paths.sessions); }
@@ -67,6 +67,15 @@ export class MediaControlClient {
   /** After answer: the sandbox far end plays a tone, then echoes the browser. */
   attachSandboxFarEnd(callId: string): Promise<FarEndAttached> { return this.call('POST', paths.farEnd(callId), { kind: 'sandbox' }); }
   stats(callId: string): Promise<SessionStats> { return this.call('GET', paths.stats(callId)); }
+  /** A SIP leg's RTP port in a `sip` session (idempotent per leg id). */
+  createCarrierLeg(callId: string, legId: string): Promise<CarrierLegCreated> { return this.call('POST', paths.carrierLegs(callId), { legId }); }
+  /** The leg's far end answered: where it takes RTP and the codec it chose. */
+  connectCarrierLeg(callId: string, legId: string, far: CarrierLegConnect): Promise<{ connected: true }> {
+    return this.call('POST', paths.connectCarrierLeg(callId, legId), far);
+  }
+  closeCarrierLeg(callId: string, legId: string): Promise<{ legId: string; closed: true }> { return this.call('DELETE', paths.carrierLeg(callId, legId)); }
+  /** Each of the two connected legs hears the other. */
+  bridge(callId: string, legs: [string, string]): Promise<{ bridged: true }> { return this.call('POST', paths.bridge(callId), { legs }); }
   workers(): Promise<WorkersInfo> { return this.call('GET', paths.workers); }
 
   /** Opens the event stream; see MediaEventStream. */

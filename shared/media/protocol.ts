@@ -45,6 +45,9 @@ export const CreateSessionRequest = Type.Object({
   callId: CallId,
   /** Close the session after this long whatever happens (capped by MEDIA_SESSION_MAX_MS). */
   maxDurationMs: Type.Optional(Type.Integer({ minimum: 1000 })),
+  /** Whose far end the call has: `sandbox` (the default: one carrier PlainTransport for the sandbox far end) or `sip`
+   *  (SIP carrier legs, added one per leg with POST .../carrier-legs). */
+  carrier: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('sip')])),
 }, { additionalProperties: false });
 export type CreateSessionRequest = Static<typeof CreateSessionRequest>;
 
@@ -84,6 +87,29 @@ export const AttachFarEndRequest = Type.Object({
 }, { additionalProperties: false });
 export type AttachFarEndRequest = Static<typeof AttachFarEndRequest>;
 
+/** A carrier leg's id (the platform's leg id, `<call id>-<role>`). */
+const LegId = Type.String({ minLength: 1, maxLength: 120, pattern: '^[A-Za-z0-9_.:-]+$' });
+
+export const CreateCarrierLegRequest = Type.Object({ legId: LegId }, { additionalProperties: false });
+export type CreateCarrierLegRequest = Static<typeof CreateCarrierLegRequest>;
+
+/** The G.711 codecs a SIP leg carries (static payload types 0 and 8). */
+export type G711 = 'audio/PCMU' | 'audio/PCMA';
+
+/** The far end's answer: where it receives RTP and which codec it chose. */
+export const ConnectCarrierLegRequest = Type.Object({
+  ip: Ip,
+  port: Port,
+  /** Where its RTCP goes (default port + 1). */
+  rtcpPort: Type.Optional(Port),
+  mimeType: Type.Union([Type.Literal('audio/PCMU'), Type.Literal('audio/PCMA')]),
+}, { additionalProperties: false });
+export type CarrierLegConnect = Static<typeof ConnectCarrierLegRequest>;
+
+/** Joins two connected carrier legs of the session: each one's far end hears the other's. */
+export const BridgeRequest = Type.Object({ legs: Type.Tuple([LegId, LegId]) }, { additionalProperties: false });
+export type BridgeRequest = Static<typeof BridgeRequest>;
+
 // ---- responses ----
 
 /** mediasoup's objects, passed through as they are. */
@@ -115,10 +141,33 @@ export interface Consumed {
 
 export type FarEndPhase = 'tone' | 'echo';
 
+export interface CarrierLegCreated {
+  legId: string;
+  /** False when the leg already existed (create is idempotent per leg id). */
+  created: boolean;
+  /** Where the far end sends RTP: the SDP offer's c= address (MEDIA_ANNOUNCED_IP, else MEDIA_LISTEN_IP) and port. */
+  ip: string;
+  port: number;
+}
+
+export interface CarrierLegStats {
+  legId: string;
+  connected: boolean;
+  codec: G711 | null;
+  /** RTP packets from the far end into the router, and from the router to the far end. */
+  fromFarEnd: number;
+  toFarEnd: number;
+  /** Packets dropped at the leg's port (another sender, before the answer, RTCP or other payload types). */
+  dropped: number;
+}
+
 export interface FarEndAttached { kind: 'sandbox'; phase: FarEndPhase; toneMs: number }
 
 export interface SessionSummary {
   callId: string;
+  carrier: 'sandbox' | 'sip';
+  /** A `sip` session's carrier legs, by leg id. */
+  carrierLegs: string[];
   routerId: string;
   workerPid: number;
   createdAt: string;
@@ -138,6 +187,8 @@ export interface SessionStats {
   carrier: { in: RtpDirectionStats & { packetsLost: number; jitter: number }; out: RtpDirectionStats };
   /** The sandbox far end's own counters (null until attached). */
   farEnd: { phase: FarEndPhase; tonePacketsSent: number; echoPacketsSent: number; packetsReceived: number } | null;
+  /** A `sip` session's carrier legs. */
+  carrierLegs: CarrierLegStats[];
 }
 
 export interface WorkersInfo {
@@ -180,6 +231,10 @@ export const paths = {
   resumeConsumer: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/consumer/resume`,
   farEnd: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/far-end`,
   stats: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/stats`,
+  carrierLegs: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/carrier-legs`,
+  carrierLeg: (callId: string, legId: string) => `/v1/sessions/${encodeURIComponent(callId)}/carrier-legs/${encodeURIComponent(legId)}`,
+  connectCarrierLeg: (callId: string, legId: string) => `/v1/sessions/${encodeURIComponent(callId)}/carrier-legs/${encodeURIComponent(legId)}/connect`,
+  bridge: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/bridge`,
   workers: '/v1/workers',
   events: '/v1/events',
 } as const;

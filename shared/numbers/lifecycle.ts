@@ -58,6 +58,14 @@ function validatePurchase(input: PurchaseInput): void {
 const isHeldViolation = (err: unknown) =>
   (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === 'phone_numbers_held';
 
+/** Numbers are sold here only by carriers that have an inventory: a SIP trunk's numbers (DIDs) come from its provider. */
+export function assertNumbersPurchasable(carrier: string): void {
+  if (carrier === 'sip') {
+    throw new ApiError('numbers_from_trunk', 'Numbers cannot be bought here: with the SIP trunk carrier they come from the trunk provider.',
+      { resolutionHint: 'Buy the number (DID) from your SIP trunk provider and ask your operator to bring it onto the organization.' });
+  }
+}
+
 /** Buys a number for the organization: the row is inserted as PROVISIONING (the caller then enqueues the
  *  carrier's provisioning). 409 number_unavailable when the number, or every number of the area code, is held. */
 export async function purchaseNumber(db: Db, who: { organizationId: string; userId: string | null }, input: PurchaseInput,

@@ -1,0 +1,111 @@
+// A SIP leg's RTP port: the address and port the SDP offer names, between the far end (the trunk's media address)
+// and the leg's mediasoup PlainTransport on loopback. It exists because mediasoup 3.12 routes incoming RTP by SSRC
+// and an SDP answer does not say which SSRC the far end will send (nor that it keeps one for the whole call): the
+// relay writes the leg's own SSRC into each packet on the way in. It also pins the far end: before the answer named
+// an address (which signaling checked against SIP_TRUNK_ALLOW) nothing is sent or forwarded, and afterwards packets
+// from any other address are dropped. The far end's RTCP is dropped; the router's RTCP goes to the far end's RTCP
+// port. Both directions leave from the same port (symmetric RTP).
+import { createSocket, type Socket } from 'node:dgram';
+import { isRtcp, parseRtp } from '../shared/media/rtp.ts';
+
+export interface FarEnd {
+  ip: string;
+  port: number;
+  /** Where its RTCP goes: the answer's a=rtcp, its RTP port with rtcp-mux, else RTP port + 1. */
+  rtcpPort: number;
+  /** The payload type the answer chose (0 PCMU or 8 PCMA); anything else it sends (telephone-event) is dropped. */
+  payloadType: number;
+}
+
+export interface RelayCounters {
+  /** RTP packets from the far end forwarded into the router. */
+  fromFarEnd: number;
+  /** RTP packets from the router sent to the far end. */
+  toFarEnd: number;
+  /** Packets dropped: from another address, before the answer, RTCP from the far end, other payload types. */
+  dropped: number;
+}
+
+/** Attempts at a free port of the range before giving up (the mediasoup workers use the same range). */
+const BIND_ATTEMPTS = 64;
+
+export class RtpRelay {
+  readonly counters: RelayCounters = { fromFarEnd: 0, toFarEnd: 0, dropped: 0 };
+  private far: FarEnd | null = null;
+  /** The PlainTransport's own address (where the router listens for this leg). */
+  private router: { ip: string; port: number } | null = null;
+  private closed = false;
+
+  private constructor(private readonly outside: Socket, private readonly inside: Socket, private readonly ssrc: number) {
+    outside.on('message', (packet, from) => this.fromFar(packet, from.address));
+    inside.on('message', (packet, from) => this.fromRouter(packet, from.address, from.port));
+    outside.on('error', () => this.close());
+    inside.on('error', () => this.close());
+  }
+
+  /** Binds the outside port (an even port of minPort..maxPort on listenIp) and the inside one (loopback). */
+  static async open(o: { listenIp: string; minPort: number; maxPort: number; ssrc: number }): Promise<RtpRelay> {
+    const type = o.listenIp.includes(':') ? 'udp6' : 'udp4';
+    let outside: Socket | null = null;
+    for (let i = 0; i < BIND_ATTEMPTS && !outside; i++) {
+      const span = Math.max(1, Math.floor((o.maxPort - o.minPort + 1) / 2));
+      const port = Math.min(o.maxPort, o.minPort + 2 * Math.floor(Math.random() * span) + (o.minPort % 2));
+      outside = await bind(createSocket({ type, recvBufferSize: 256 * 1024 }), port, o.listenIp);
+    }
+    if (!outside) throw new Error(`no free RTP port in ${o.minPort}..${o.maxPort} on ${o.listenIp}`);
+    const inside = await bind(createSocket({ type: 'udp4', recvBufferSize: 256 * 1024 }), 0, '127.0.0.1');
+    if (!inside) { outside.close(); throw new Error('cannot bind a loopback socket for the RTP relay'); }
+    return new RtpRelay(outside, inside, o.ssrc);
+  }
+
+  /** The port the SDP offer announces. */
+  get port(): number { return this.outside.address().port; }
+  /** Where the PlainTransport sends (it connects here). */
+  get insideAddress(): { ip: string; port: number } { const a = this.inside.address(); return { ip: a.address, port: a.port }; }
+  get connected(): boolean { return this.far !== null; }
+
+  /** Starts relaying: `router` is the PlainTransport's tuple, `far` what the answer said. Once only. */
+  connect(far: FarEnd, router: { ip: string; port: number }): void {
+    if (this.closed || this.far) return;
+    this.far = far;
+    this.router = router;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.outside.close();
+    this.inside.close();
+  }
+
+  private fromFar(packet: Buffer, ip: string): void {
+    const far = this.far;
+    if (!far || ip !== far.ip || isRtcp(packet)) { this.counters.dropped++; return; }
+    const rtp = parseRtp(packet);
+    if (!rtp || rtp.payloadType !== far.payloadType) { this.counters.dropped++; return; }
+    packet.writeUInt32BE(this.ssrc, 8);
+    this.inside.send(packet, this.router!.port, this.router!.ip);
+    this.counters.fromFarEnd++;
+  }
+
+  private fromRouter(packet: Buffer, ip: string, port: number): void {
+    const far = this.far;
+    const router = this.router;
+    if (!far || !router || ip !== router.ip || port !== router.port) { this.counters.dropped++; return; }
+    if (isRtcp(packet)) {
+      this.outside.send(packet, far.rtcpPort, far.ip);
+      return;
+    }
+    this.outside.send(packet, far.port, far.ip);
+    this.counters.toFarEnd++;
+  }
+}
+
+/** The socket bound to port (0: any), or null when the port is taken. */
+function bind(socket: Socket, port: number, ip: string): Promise<Socket | null> {
+  return new Promise((resolve) => {
+    const onError = () => { socket.close(); resolve(null); };
+    socket.once('error', onError);
+    socket.bind(port, ip, () => { socket.off('error', onError); resolve(socket); });
+  });
+}

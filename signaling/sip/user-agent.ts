@@ -1,0 +1,171 @@
+// The platform's SIP user agent: our transport (transport.ts) under the `sip` package's RFC 3261 transaction layer
+// (INVITE and non-INVITE client and server transactions, UDP retransmissions, timers at the RFC defaults: T1 500 ms,
+// Timer B and F 32 s). It answers what arrives outside a call itself and hands in-dialog requests to the dialog
+// registered for their Call-ID (an outbound leg, outbound-leg.ts):
+//   from outside SIP_TRUNK_ALLOW  403 Forbidden, stateless (an ACK is dropped)
+//   OPTIONS                       200 OK
+//   INVITE (new call)             480 Temporarily Unavailable: inbound calls are not taken yet
+//   in-dialog requests            to the dialog; 481 when no dialog matches (e.g. a BYE with unknown tags)
+//   CANCEL                        481 (there is never an inbound INVITE pending)
+//   anything else                 405 Method Not Allowed
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+import sip from 'sip';
+import type { SipSettings } from '../../shared/config.ts';
+import { randomToken } from '../../shared/ids.ts';
+import type { Logger } from '../../shared/log.ts';
+import { SipTransport, type Protocol, type Remote } from './transport.ts';
+
+export const ALLOW_METHODS = 'INVITE, ACK, CANCEL, BYE, OPTIONS';
+
+/** A dialog's side of the user agent: the requests and stray 2xx responses of its Call-ID. */
+export interface DialogHandler {
+  /** Whether the request's tags are this dialog's (else the user agent answers 481). */
+  matches(rq: sip.Message): boolean;
+  onRequest(rq: sip.Message, respond: Responder): void;
+  /** A 2xx to our INVITE after its transaction ended (a retransmission: acknowledge it again). */
+  onStray2xx(rs: sip.Message): void;
+}
+
+export type Responder = (status: number, reason: string, extra?: { headers?: sip.Headers; content?: string }) => void;
+
+export class SipUserAgent {
+  readonly counts = { refused: 0, unmatched: 0 };
+  readonly transport: SipTransport;
+  private readonly layer: sip.TransactionLayer;
+  private readonly allow = new BlockList();
+  private readonly dialogs = new Map<string, DialogHandler>();
+  /** Responses that came from the network (the transaction layer also makes up a 408 when Timer B fires). */
+  private readonly fromWire = new WeakSet<sip.Message>();
+  private trunkAddress: Remote | null = null;
+
+  constructor(readonly settings: SipSettings, private readonly log: Logger) {
+    for (const c of settings.allow) this.allow.addSubnet(c.address, c.prefix, c.family);
+    this.transport = new SipTransport(
+      { host: settings.listen.host, port: settings.listen.port, log, accepts: (a) => this.allows(a) },
+      (m, remote) => this.onMessage(m, remote));
+    this.layer = sip.makeTransactionLayer({}, null);
+  }
+
+  /** Resolves the trunk's host (once: a name's address is looked up at start) and binds SIP_LISTEN. */
+  async start(): Promise<void> {
+    const t = this.settings.trunk;
+    const address = isIP(t.host) ? t.host : (await lookup(t.host)).address;
+    this.trunkAddress = { protocol: t.transport.toUpperCase() as Protocol, address, port: t.port };
+    await this.transport.start();
+  }
+
+  get trunk(): Remote { return this.trunkAddress!; }
+  get port(): number { return this.transport.port; }
+
+  /** Whether an address is inside SIP_TRUNK_ALLOW (SIP requests, TCP peers and the RTP address of an answer). */
+  allows(address: string): boolean {
+    const v = isIP(address);
+    return v !== 0 && this.allow.check(address, v === 4 ? 'ipv4' : 'ipv6');
+  }
+
+  /** Whether a response came from the trunk rather than from our own transaction layer (Timer B's 408). */
+  heardFromNetwork(rs: sip.Message): boolean { return this.fromWire.has(rs); }
+
+  register(callId: string, dialog: DialogHandler): void { this.dialogs.set(callId, dialog); }
+  unregister(callId: string, dialog: DialogHandler): void { if (this.dialogs.get(callId) === dialog) this.dialogs.delete(callId); }
+
+  /** Sends a request in a client transaction (a CANCEL keeps its INVITE's Via; every other request gets ours). */
+  request(rq: sip.Message, target: Remote, onResponse: (rs: sip.Message) => void): sip.ClientTransaction {
+    if (rq.method !== 'CANCEL') rq.headers.via = [this.via(target.protocol, '')];
+    return this.layer.createClientTransaction(this.transport.connection(target), rq, onResponse);
+  }
+
+  /** Sends an ACK to a 2xx (outside any transaction, RFC 3261 §13.2.2.4). */
+  sendAck(ack: sip.Message, target: Remote): void {
+    if (!ack.headers.via) ack.headers.via = [this.via(target.protocol, newBranch())];
+    this.transport.send(ack, target);
+  }
+
+  /** Where in-dialog requests go: the dialog's first route or remote target when it is an allowed address, else the
+   *  trunk. */
+  nextHop(uri: string | sip.SipUri | undefined): Remote {
+    const u = uri ? sip.parseUri(uri) : undefined;
+    if (u && isIP(u.host) && this.allows(u.host)) return { protocol: this.trunk.protocol, address: u.host, port: u.port || 5060 };
+    return this.trunk;
+  }
+
+  /** Our Contact: the listen address, no user part (it carries nothing about the call). */
+  contact(protocol: Protocol): sip.NameAddr[] {
+    const host = this.settings.listen.host.includes(':') ? `[${this.settings.listen.host}]` : this.settings.listen.host;
+    return [{ uri: `sip:${host}:${this.port};transport=${protocol.toLowerCase()}`, params: {} }];
+  }
+
+  async stop(): Promise<void> {
+    this.layer.destroy();
+    await this.transport.close();
+  }
+
+  private via(protocol: Protocol, branch: string): sip.Via {
+    const host = this.settings.listen.host.includes(':') ? `[${this.settings.listen.host}]` : this.settings.listen.host;
+    return {
+      version: '2.0', protocol, host, port: this.port,
+      params: { ...(branch ? { branch } : {}), ...(protocol === 'UDP' ? { rport: null } : {}) },
+    };
+  }
+
+  private onMessage(m: sip.Message, remote: Remote): void {
+    if (!this.allows(remote.address)) {
+      this.counts.refused++;
+      if (m.method && m.method !== 'ACK') this.transport.send(respondTo(m, 403, 'Forbidden'), remote);
+      return;
+    }
+    const callId = m.headers['call-id']!;
+    if (m.method === undefined) {
+      const t = this.layer.getClient(m);
+      if (t) {
+        this.fromWire.add(m);
+        t.message(m, remote);
+      } else if (m.headers.cseq!.method === 'INVITE' && m.status! >= 200 && m.status! < 300) {
+        this.dialogs.get(callId)?.onStray2xx(m);
+      }
+      return;
+    }
+    if (m.method === 'ACK') {
+      this.layer.getServer(m)?.message(m, remote); // a 2xx's ACK (to a re-INVITE we answered) needs nothing more
+      return;
+    }
+    const existing = this.layer.getServer(m);
+    if (existing) { existing.message(m, remote); return; }
+    const t = this.layer.createServerTransaction(m, this.transport.connection(remote));
+    const respond: Responder = (status, reason, extra) => t.send(respondTo(m, status, reason, extra));
+    this.onRequest(m, respond);
+  }
+
+  private onRequest(rq: sip.Message, respond: Responder): void {
+    const inDialog = rq.headers.to?.params?.tag !== undefined;
+    if (rq.method === 'OPTIONS' && !inDialog) {
+      respond(200, 'OK', { headers: { allow: ALLOW_METHODS, accept: 'application/sdp' } });
+      return;
+    }
+    if (inDialog && rq.method !== 'CANCEL') {
+      const dialog = this.dialogs.get(rq.headers['call-id']!);
+      if (dialog?.matches(rq)) { dialog.onRequest(rq, respond); return; }
+      this.counts.unmatched++;
+      respond(481, 'Call/Transaction Does Not Exist');
+      return;
+    }
+    switch (rq.method) {
+      case 'INVITE': respond(480, 'Temporarily Unavailable'); return;
+      case 'CANCEL': case 'BYE': this.counts.unmatched++; respond(481, 'Call/Transaction Does Not Exist'); return;
+      default: respond(405, 'Method Not Allowed', { headers: { allow: ALLOW_METHODS } });
+    }
+  }
+}
+
+export const newBranch = () => `z9hG4bK${randomToken(20)}`;
+export const newTag = () => randomToken(16);
+export const newCallId = () => randomToken(32);
+
+/** A response to `rq`; a final response to a request outside a dialog gets a To tag of ours. */
+function respondTo(rq: sip.Message, status: number, reason: string, extra?: { headers?: sip.Headers; content?: string }): sip.Message {
+  const rs = sip.makeResponse(rq, status, reason, extra);
+  const to = rq.headers.to!;
+  if (status > 100 && to.params?.tag === undefined) rs.headers.to = { ...to, params: { ...to.params, tag: newTag() } };
+  return rs;
+}

@@ -1,0 +1,180 @@
+// The SIP trunk carrier's test rig: SIPp playing the trunk (test/fixtures/sip/trunk.xml, or another scenario) on a
+// free port, and the platform with CARRIER=sip pointing at it: the in-process gateway, the real media, signaling and
+// workers processes. Nothing is mocked: SIP goes over loopback UDP (or TCP) between signaling and SIPp, RTP between
+// media and SIPp.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MediaControlClient } from '../../shared/media/control-client.ts';
+import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
+import { callOrg, getCall, startRx, subscribeCalls, type CallOrg } from '../calls/helpers.ts';
+import { eventually, ROOT, testEnv, type Proc, type TestEnv } from '../helpers/env.ts';
+import type { Receiver } from '../helpers/receiver.ts';
+
+interface TapLike { teardown(fn: () => unknown): void }
+
+export const TRUNK_SCENARIO = join(ROOT, 'test/fixtures/sip/trunk.xml');
+/** The digest credentials trunk.xml verifies. */
+export const TRUNK_CREDENTIALS = { SIP_TRUNK_USERNAME: 'trunkuser', SIP_TRUNK_PASSWORD: 'trunkpass' };
+
+/** Why this file cannot run here (no SIPp or sox), or false. */
+export const sipSkip: string | false = !hasCommand('sipp') ? 'SIPp is not installed (apt-get install sip-tester)'
+  : !hasCommand('sox') ? 'sox is not installed (apt-get install sox)' : false;
+
+function hasCommand(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+/** A port free for both UDP and TCP on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const udp = createSocket('udp4');
+    const port = await new Promise<number>((r) => udp.bind(0, '127.0.0.1', () => r(udp.address().port)));
+    const tcpFree = await new Promise<boolean>((r) => {
+      const srv = createServer();
+      srv.once('error', () => r(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => r(true)));
+    });
+    udp.close();
+    if (tcpFree && port < 60000) return port;
+  }
+}
+
+/** Whether something bound the port (SIPp is listening), without talking to it. */
+async function bound(port: number, transport: 'udp' | 'tcp'): Promise<boolean> {
+  if (transport === 'tcp') {
+    return new Promise((r) => {
+      const srv = createServer();
+      srv.once('error', () => r(true));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => r(false)));
+    });
+  }
+  const s = createSocket('udp4');
+  return new Promise((r) => {
+    s.once('error', () => r(true));
+    s.bind(port, '127.0.0.1', () => s.close(() => r(false)));
+  });
+}
+
+export interface Sipp {
+  port: number;
+  child: ChildProcess;
+  dir: string;
+  /** Every message SIPp sent or received so far (-trace_msg). */
+  messages(): string;
+  /** The SIP messages of the log that start with `startLine` (e.g. 'INVITE sip:'), whole. */
+  received(startLine: string): string[];
+}
+
+/** Starts SIPp as the trunk (UAS) on a free port, its RTP ports from `mediaPort`; killed at teardown. */
+export async function startSipp(t: TapLike, o: { scenario?: string; transport?: 'udp' | 'tcp'; ip?: string } = {}): Promise<Sipp> {
+  const dir = mkdtempSync(join(tmpdir(), 'ol-sipp-'));
+  // The tone every answering branch plays as RTP (8 kHz μ-law), in SIPp's working directory.
+  const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-e', 'mu-law', join(dir, 'tone.wav'), 'synth', '10', 'sine', '440']);
+  if (sox.status !== 0) throw new Error(`sox failed: ${sox.stderr}`);
+  const port = await freePort();
+  const controlPort = await freePort();
+  // RTP ports: SIPp takes a pair per call upwards from -mp; a random base keeps parallel test files apart.
+  const mediaPort = 20000 + 2 * Math.floor(Math.random() * 4000);
+  const log = join(dir, 'messages.log');
+  const args = [
+    '-sf', o.scenario ?? TRUNK_SCENARIO, '-i', o.ip ?? '127.0.0.1', '-p', String(port), '-cp', String(controlPort),
+    '-mp', String(mediaPort), '-t', o.transport === 'tcp' ? 't1' : 'u1', '-trace_msg', '-message_file', log, '-nostdin',
+  ];
+  const child = spawn('sipp', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Also when the test process dies of an error before its teardowns run.
+  process.once('exit', stop);
+  t.teardown(stop);
+  await eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`sipp exited (${child.exitCode}): ${stderr}`);
+    return bound(port, o.transport ?? 'udp');
+  }, 15_000);
+  const messages = () => (existsSync(log) ? readFileSync(log, 'latin1') : '');
+  return {
+    port, child, dir, messages,
+    // The log is blocks of "----- <time>", "<UDP|TCP> message received [n] bytes :", a blank line, the message.
+    received: (startLine) => messages().split(/^-{20,} .*$/m)
+      .map((block) => /^\s*\S+ message received \[\d+\] bytes :\n\n([\s\S]*)$/.exec(block)?.[1])
+      .filter((msg): msg is string => !!msg && msg.startsWith(startLine)),
+  };
+}
+
+export interface SipPlatform {
+  env: TestEnv;
+  media: MediaControlClient;
+  signaling: Proc;
+  workers: Proc;
+  /** Where signaling's user agent listens (SIP_LISTEN with its port). */
+  sipPort: number;
+  org: CallOrg;
+  rx: Receiver;
+}
+
+/** The platform with CARRIER=sip against a trunk on 127.0.0.1:trunkPort; one organization subscribed to every
+ *  call event. */
+export async function sipPlatform(t: TapLike, trunkPort: number, extra: Record<string, string> = {}): Promise<SipPlatform> {
+  const env = await testEnv(t, {
+    env: {
+      CARRIER: 'sip', SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort}`, SIP_LISTEN: '127.0.0.1:0',
+      WEBHOOK_ALLOW_INSECURE: '1', WEBHOOK_RETRY_SCALE: '0.01', ...extra,
+    },
+  });
+  const mediaProc = env.spawn('media', { MEDIA_WORKERS: '1', MEDIA_HEARTBEAT_MS: '500' });
+  await mediaProc.ready(60_000);
+  const controlUrl = /"control":"(http:[^"]+)"/.exec(mediaProc.output)![1];
+  const media = new MediaControlClient({ url: controlUrl, secret: DEV_CONTROL_SECRET });
+  t.teardown(() => media.close());
+  const signaling = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
+  const workers = env.spawn('workers');
+  await Promise.all([signaling.ready(60_000), workers.ready(60_000)]);
+  const sipPort = Number(/"sip":"[^"]*:(\d+)"/.exec(signaling.output)![1]);
+  const rx = await startRx(t);
+  const org = await callOrg(env);
+  await subscribeCalls(env, rx, org);
+  return { env, media, signaling, workers, sipPort, org, rx };
+}
+
+/** Waits (reading the row, not the API: the API key has a request rate limit) until the call ended and no leg is up;
+ *  then answers the call as GET /v1/calls/{id} shows it. */
+export async function endedCall(p: SipPlatform, id: string, timeoutMs = 60_000) {
+  await eventually(async () => {
+    const row = await p.env.db.oneOrNone<{ ended_at: Date | null; legs: Record<string, { status: string }> }>('SELECT ended_at, legs FROM calls WHERE id = $1', [id]);
+    return row?.ended_at && Object.values(row.legs).every((l) => l.status === 'ENDED' || l.status === 'PENDING');
+  }, timeoutMs, 200);
+  return getCall(p.env, p.org, id);
+}
+
+/** Waits until the call's leg `role` has this status (read from the row). */
+export function legStatus(p: SipPlatform, id: string, role: string, status: string, timeoutMs = 60_000) {
+  return eventually(async () => {
+    const row = await p.env.db.oneOrNone<{ legs: Record<string, { status: string }> }>('SELECT legs FROM calls WHERE id = $1', [id]);
+    return row?.legs[role]?.status === status;
+  }, timeoutMs, 200);
+}
+
+/** Call-ID of the INVITE SIPp received for `number` (each test dials a number once). */
+export function sipCallIdOf(sipp: Sipp, number: string): string | null {
+  const invite = sipp.received(`INVITE sip:${number}@`)[0];
+  return invite ? /^Call-ID:\s*(\S+)/im.exec(invite)?.[1] ?? null : null;
+}
+
+/** The requests SIPp received in the dialog of the INVITE to `number`, by method (retransmissions included). */
+export function requestsTo(sipp: Sipp, number: string): Record<string, string[]> {
+  const callId = sipCallIdOf(sipp, number);
+  const out: Record<string, string[]> = {};
+  if (!callId) return out;
+  for (const msg of sipp.received('')) {
+    const method = /^([A-Z]+) sip:/.exec(msg)?.[1];
+    if (method && new RegExp(`^Call-ID:\\s*${callId}\\s*$`, 'im').test(msg)) (out[method] ??= []).push(msg);
+  }
+  return out;
+}
