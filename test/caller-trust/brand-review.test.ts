@@ -31,6 +31,7 @@ t.test('submitted -> approved -> live on every network', async (t) => {
   t.ok(live.approved_at);
   const times = live.networks.map((n: { updated_at: string }) => Date.parse(n.updated_at));
   t.ok(times[0] <= times[1] && times[1] <= times[2], 'networks go live in turn');
+  for (const n of live.networks) t.match(n.updated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, `${n.network}: an ISO 8601 UTC time like every other on the wire`);
 });
 
 

@@ -154,7 +154,7 @@ export async function approveBrand(db: Db, organizationId: string, round: number
 /** One network shows the approved display of that round from now on. */
 export async function markNetworkLive(db: Db, organizationId: string, round: number, network: Network): Promise<boolean> {
   const n = await db.result(`UPDATE brand_identities SET networks = jsonb_set(networks, $3, jsonb_build_object('status', 'live',
-      'updated_at', to_jsonb(now())), true), updated_at = now()
+      'updated_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')), true), updated_at = now()
     WHERE organization_id = $1 AND status = 'approved' AND review_round = $2`, [organizationId, round, `{${network}}`]);
   return n.rowCount > 0;
 }
