@@ -92,16 +92,24 @@ export async function rollupOnce(db: Db, redis: Redis, key: Keyer): Promise<Roll
         [impressions.test, impressions.variant, impressions.day, impressions.n]);
     }
     if (conversions.test.length) {
-      // A visitor's first conversion of a test is the counted one (an API conversion may have come first).
+      // A visitor's first conversion of a test is the counted one (an API conversion may have come first): a tag goal
+      // of a visitor who already converted is kept in the list, not counted.
       await tx.none(
-        `WITH c AS (
-           INSERT INTO optimize_conversions (id, organization_id, test_id, variant_id, visitor_id, source, goal_type, counted, created_at)
-           SELECT x.id, t.organization_id, x.test_id, x.variant_id, x.visitor_id, 'tag', x.goal, true, x.at
+        `WITH x AS (
+           SELECT x.*, t.organization_id
              FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::uuid[], $5::timestamptz[], $6::text[])
                   AS x(id, test_id, visitor_id, variant_id, at, goal)
-             JOIN optimize_tests t ON t.id = x.test_id
+             JOIN optimize_tests t ON t.id = x.test_id),
+         c AS (
+           INSERT INTO optimize_conversions (id, organization_id, test_id, variant_id, visitor_id, source, goal_type, counted, created_at)
+           SELECT id, organization_id, test_id, variant_id, visitor_id, 'tag', goal, true, at FROM x
            ON CONFLICT (test_id, visitor_id) WHERE counted DO NOTHING
-           RETURNING test_id, variant_id, created_at)
+           RETURNING id, test_id, variant_id, created_at),
+         later AS (
+           INSERT INTO optimize_conversions (id, organization_id, test_id, variant_id, visitor_id, source, goal_type, counted, created_at)
+           SELECT id, organization_id, test_id, variant_id, visitor_id, 'tag', goal, false, at FROM x
+            WHERE id NOT IN (SELECT id FROM c)
+           ON CONFLICT (id) DO NOTHING)
          INSERT INTO optimize_daily_counts (test_id, variant_id, day, conversions)
          SELECT test_id, variant_id, (created_at AT TIME ZONE 'UTC')::date, count(*) FROM c GROUP BY 1, 2, 3
          ON CONFLICT (test_id, variant_id, day) DO UPDATE SET conversions = optimize_daily_counts.conversions + EXCLUDED.conversions`,
