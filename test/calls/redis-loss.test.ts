@@ -16,14 +16,14 @@ import { insertCall } from '../../shared/calls/store.ts';
 import { uuidv7 } from '../../shared/ids.ts';
 import { deliveryId } from '../../shared/webhooks/signing.ts';
 import { eventually } from '../helpers/env.ts';
-import { OwnRedis } from '../helpers/own-redis.ts';
+import { OwnRedis } from '../helpers/own-stores.ts';
 import { aiCall, CALL_EVENTS, callEnv, callOrg, channelsUsed, dial, getCall, settled, startRx, subscribeCalls, waitStatus } from './helpers.ts';
 
 t.setTimeout(400_000);
 // Sandbox seconds last 0.1 s: a ring-out (30 s) takes 3 s, so a call can be killed while it rings, and a 2-minute
 // call-length limit (12 s) falls well before the calls reconciler's first look at a call that stopped moving (30 s).
 const SCALE = 0.1;
-const redis = await OwnRedis.start(t);
+const redis = await OwnRedis.create(t);
 const { env } = await callEnv(t, { REDIS_URL: redis.url, SANDBOX_TIME_SCALE: String(SCALE) });
 const rx = await startRx(t);
 
@@ -64,7 +64,7 @@ t.test('SIGKILL Redis mid-call and restart it empty: limits hold, timers and del
   await redis.kill();
   t.equal((await getCall(env, c, cId)).status, 'RINGING', 'killed while C rings');
   t.ok(Date.now() < bDeadline, 'killed before B reaches its call-length limit');
-  await redis.restart();
+  await redis.start();
   t.equal(await env.redis.exists(marker), 0, 'Redis came back empty');
 
   // No over-admission: 8 of 10 channels are live, so one more bridge fits and two do not.
@@ -168,7 +168,7 @@ t.test('a call that ended just before the loss gets the legs still up hung up', 
   await env.db.none(`UPDATE calls SET status = 'COMPLETED', call_outcome = 'answered', disconnection_reason = 'api_hangup',
     originated_at = now(), answered_at = now(), ended_at = now(), picked_up = true WHERE id = $1`, [id]);
   await redis.kill();
-  await redis.restart();
+  await redis.start();
   const legs = await eventually(async () => {
     const row = await env.db.one('SELECT legs FROM calls WHERE id = $1', [id]);
     return Object.values(row.legs).every((l: any) => l.status === 'ENDED') ? row.legs : null;
@@ -201,7 +201,7 @@ t.test('signaling does not take heartbeats lost with Redis for dead processes', 
   t.equal(await status(), 'ANSWERED', 'a live heartbeat: the call stays');
 
   await redis.kill();
-  await redis.restart();
+  await redis.start();
   const back = Date.now();
   t.match(await reconcile(), { abandoned: 0 }, 'Redis came back without the heartbeat: no one is judged yet');
   t.equal(await status(), 'ANSWERED');

@@ -1,9 +1,9 @@
 // The gateway and signaling bind their ports exclusively: uWebSockets.js's default SO_REUSEPORT let a second copy
 // bind the same (explicitly chosen) port and silently share its traffic; two npm starts in the same instant pass
 // the supervisor's port check together.
-import { createServer } from 'node:net';
 import t from 'tap';
 import { httpCall, testEnv } from '../helpers/env.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const env = await testEnv(t, { gateway: false });
 
@@ -13,11 +13,6 @@ async function outcome(p: ReturnType<typeof env.spawn>): Promise<'exited' | 'rea
   if (r === 'ready') p.child.kill('SIGKILL');
   return r;
 }
-
-/** A port nothing listens on now (bound and released), so both copies ask for the same explicit port. */
-const freePort = () => new Promise<number>((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-});
 
 t.test('a second gateway on the port of a running one fails to start; the first keeps serving', async (t) => {
   const port = String(await freePort());

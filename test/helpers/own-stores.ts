@@ -3,7 +3,6 @@
 // before testEnv so that they outlive it (tap runs teardowns last-registered first).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -11,17 +10,9 @@ import { createDb } from '../../shared/db.ts';
 
 interface TapLike { teardown(fn: () => unknown): void }
 
-/** A port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
+import { freePort } from './ports.ts';
+
+export { freePort };
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

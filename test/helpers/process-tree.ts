@@ -1,7 +1,7 @@
 // Real process facts from /proc, for tests of `npm start`: who is whose parent, and who is still running.
 import { readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { eventually, ROOT } from './env.ts';
 
 /** Parent pid and state letter of a process; null when it does not exist. */
@@ -22,17 +22,7 @@ export function running(pid: number): boolean {
   return s !== null && s.state !== 'Z';
 }
 
-/** Ports the OS reports free right now (all held open together, so they are distinct). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => resolve(s));
-  })));
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
+export { freePorts } from './ports.ts';
 
 /** Whether host:port can be bound now with a plain bind (fails while anyone, SO_REUSEPORT or not, listens there). */
 export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {

@@ -1,22 +1,10 @@
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePorts } from '../helpers/ports.ts';
 import t from 'tap';
 import { dropDatabase } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { readProcfile } from '../../infra/start.ts';
 import { eventually, httpCall, ROOT } from '../helpers/env.ts';
-
-/** Ports the OS reports free right now (all held open together, so they are distinct). */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => resolve(s));
-  })));
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
 
 t.test('Procfile parsing', async (t) => {
   t.same(readProcfile('# c\ngateway: node a.ts\n\nworkers:  node --x b.ts\n'), [
