@@ -2,17 +2,16 @@
 // (outages) without touching the shared ones other test files use. Both are removed by t.teardown; register them
 // before testEnv so that they outlive it (tap runs teardowns last-registered first).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createDb } from '../../shared/db.ts';
-
-interface TapLike { teardown(fn: () => unknown): void }
-
 import { freePort } from './ports.ts';
 
 export { freePort };
+
+interface TapLike { teardown(fn: () => unknown): void }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -24,25 +23,43 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
 
 const PG_BIN = join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').sort().at(-1) ?? '15', 'bin');
 
-/** A PostgreSQL cluster in a temporary directory, run as the `postgres` OS user (initdb refuses root). */
+/** A PostgreSQL cluster in a temporary directory, run as the `postgres` OS user (initdb refuses root). With
+ *  `password`, every login over TCP needs a password (scram-sha-256): the shared server trusts every login from
+ *  127.0.0.1, so a wrong password would pass there. */
 export class OwnPostgres {
-  private constructor(readonly dir: string, readonly port: number) {}
+  private constructor(readonly dir: string, readonly port: number, private readonly password: string | null) {}
 
-  static async create(t: TapLike): Promise<OwnPostgres> {
+  static async create(t: TapLike, o: { password?: boolean } = {}): Promise<OwnPostgres> {
     const dir = mkdtempSync(join(tmpdir(), 'ol-pg-'));
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString());
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString());
     chownSync(dir, uid, gid);
-    const pg = new OwnPostgres(dir, await freePort());
+    const password = o.password ? `pw${Math.random().toString(36).slice(2)}` : null;
+    const pg = new OwnPostgres(dir, await freePort(), password);
+    const auth = ['--auth=trust'];
+    if (password) {
+      const pwfile = join(dir, 'pwfile');
+      writeFileSync(pwfile, `${password}\n`);
+      chownSync(pwfile, uid, gid);
+      auth.splice(0, 1, '--auth=scram-sha-256', `--pwfile=${pwfile}`);
+    }
     execFileSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, 'initdb'), '-D', join(dir, 'data'), '-U', 'postgres',
-      '--auth=trust', '--no-sync', '-E', 'UTF8'], { stdio: 'ignore' });
+      ...auth, '--no-sync', '-E', 'UTF8'], { stdio: 'ignore' });
     t.teardown(() => pg.destroy());
     await pg.start();
     return pg;
   }
 
   /** A database URL on this cluster (as its superuser). */
-  url(database: string): string { return `postgres://postgres@127.0.0.1:${this.port}/${database}`; }
+  url(database = 'postgres'): string {
+    return `postgres://postgres${this.password ? `:${this.password}` : ''}@127.0.0.1:${this.port}/${database}`;
+  }
+
+  /** Runs one statement as the superuser. */
+  async sql(statement: string, database?: string): Promise<void> {
+    const db = createDb(this.url(database), 1, 'own-postgres');
+    try { await db.none(statement); } finally { await db.$pool.end(); }
+  }
 
   private ctl(args: string[]): void {
     execFileSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, 'pg_ctl'), '-D', join(this.dir, 'data'), ...args],

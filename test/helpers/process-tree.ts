@@ -81,3 +81,22 @@ export async function startPlatform(env: NodeJS.ProcessEnv): Promise<Platform> {
 export function killGroup(pgid: number): void {
   try { process.kill(-pgid, 'SIGKILL'); } catch { /* already gone */ }
 }
+
+/** Runs `npm start` in a process group of its own until it exits by itself (it should refuse, or fail at start);
+ *  its output, exit code and run time. Whatever it left of its group is killed. */
+export async function npmStartToExit(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; ms: number }> {
+  const began = Date.now();
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  npm.stdout!.on('data', (d) => { out += d; });
+  npm.stderr!.on('data', (d) => { out += d; });
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([
+    new Promise<number | null>((r) => npm.once('exit', (c) => r(c))),
+    new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), timeoutMs); }),
+  ]);
+  clearTimeout(timer);
+  killGroup(npm.pid!);
+  if (code === 'timeout') throw new Error(`npm start did not exit within ${timeoutMs / 1000} s:\n${out}`);
+  return { code, out, ms: Date.now() - began };
+}

@@ -1,34 +1,20 @@
 // `npm start` against a PostgreSQL that runs but refuses the login: it must say what failed (missing role, wrong or
 // missing password, missing database, missing privilege) and how to fix it, at once, not "PostgreSQL did not start".
-import { spawn } from 'node:child_process';
 import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { prepareDatabase } from '../../infra/prepare.ts';
 import { ensureServices } from '../../infra/services.ts';
-import { ROOT } from '../helpers/env.ts';
-import { ownPostgres } from '../helpers/own-postgres.ts';
-import { killGroup } from '../helpers/process-tree.ts';
+import { OwnPostgres } from '../helpers/own-stores.ts';
+import { npmStartToExit } from '../helpers/process-tree.ts';
 
 const id = randomToken(8).toLowerCase();
 
 /** Runs `npm start` with DATABASE_URL (ports 0: nothing to check there) to its end; its [start] lines and exit code. */
 async function start(databaseUrl: string): Promise<{ code: number | null; lines: string[]; out: string; ms: number }> {
-  const began = Date.now();
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_PREFIX: `olt_login_${id}`, PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', WORKERS_PORT: '0' };
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  npm.stdout.on('data', (d) => { out += d; });
-  npm.stderr.on('data', (d) => { out += d; });
-  let timer: NodeJS.Timeout | undefined;
-  const code = await Promise.race([
-    new Promise<number | null>((r) => npm.once('exit', (c) => r(c))),
-    new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), 60_000); }),
-  ]);
-  clearTimeout(timer);
-  killGroup(npm.pid!);
-  if (code === 'timeout') throw new Error(`npm start did not exit within 60 s:\n${out}`);
-  return { code, lines: out.split('\n').filter((l) => l.startsWith('[start]')), out, ms: Date.now() - began };
+  const run = await npmStartToExit(env, 60_000);
+  return { ...run, lines: run.out.split('\n').filter((l) => l.startsWith('[start]')) };
 }
 
 /** The run failed at once with exactly one line, matching `expected`, and never claimed the server was down. */
@@ -49,7 +35,7 @@ t.test('a role that does not exist (the shared server trusts 127.0.0.1, so it sa
 });
 
 t.test('a server with password authentication', async (t) => {
-  const pg = await ownPostgres(t);
+  const pg = await OwnPostgres.create(t, { password: true });
   const role = `ol_pw_${id}`;
   const host = `127.0.0.1:${pg.port}`;
   await pg.sql(`CREATE ROLE ${role} LOGIN PASSWORD 'right-one'`);

@@ -1,14 +1,13 @@
 // `npm start` as a user runs it (npm 11 → the supervisor → four processes → mediasoup workers), stopped by real
 // signals in each way a user or a service manager can send them, and a second copy started beside a running one.
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import t from 'tap';
 import { createDb, dropDatabase } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { createRedis } from '../../shared/redis.ts';
-import { eventually, httpCall, ROOT } from '../helpers/env.ts';
+import { eventually, httpCall } from '../helpers/env.ts';
 import type { TapTest } from '../helpers/pool.ts';
-import { freePorts, killGroup, portFree, procStat, PROCS, running, startPlatform, type Platform } from '../helpers/process-tree.ts';
+import { freePorts, killGroup, npmStartToExit, portFree, procStat, PROCS, running, startPlatform, type Platform } from '../helpers/process-tree.ts';
 
 const id = randomToken(8).toLowerCase();
 const DATABASE_URL = `postgres://127.0.0.1:5432/ol_stop_${id}`;
@@ -46,23 +45,6 @@ async function databaseExists(url: string): Promise<boolean> {
   }
 }
 
-/** Runs `npm start` to its end (it should refuse at once); its output and exit code. */
-async function startExpectingRefusal(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let out = '';
-  npm.stdout.on('data', (d) => { out += d; });
-  npm.stderr.on('data', (d) => { out += d; });
-  let timer: NodeJS.Timeout | undefined;
-  const code = await Promise.race([
-    new Promise<number | null>((r) => npm.once('exit', (c) => r(c))),
-    new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), 30_000); }),
-  ]);
-  clearTimeout(timer);
-  killGroup(npm.pid!);
-  if (code === 'timeout') throw new Error(`the second npm start did not exit within 30 s:\n${out}`);
-  return { code, out };
-}
-
 /** Sends `signal` to `target`, then checks that every process of the tree exits, that the four processes (and,
  *  for a graceful stop, the supervisor) said so, and that no port stays held. */
 async function expectAllStopped(t: TapTest, p: Platform, ports: number[], send: () => void, o: { graceful: boolean; why?: RegExp }) {
@@ -94,7 +76,7 @@ t.test('a second npm start beside a running one refuses at once, naming the port
   const secondDb = `postgres://127.0.0.1:5432/ol_stop_second_${id}`;
   t.teardown(() => dropDatabase(secondDb));
   const started = Date.now();
-  const second = await startExpectingRefusal({ ...env, DATABASE_URL: secondDb });
+  const second = await npmStartToExit({ ...env, DATABASE_URL: secondDb }, 30_000);
   t.not(second.code, 0, 'the second start exits non-zero');
   t.ok(Date.now() - started < 15_000, 'at once (no crash loop)');
   const lines = second.out.split('\n').filter((l) => l.startsWith('[start]'));
@@ -121,7 +103,7 @@ t.test('a port held by other software: the refusal names that process', async (t
   t.teardown(() => new Promise((r) => holder.close(r)));
   const neverDb = `postgres://127.0.0.1:5432/ol_stop_never_${id}`;
   t.teardown(() => dropDatabase(neverDb));
-  const res = await startExpectingRefusal({ ...env, DATABASE_URL: neverDb });
+  const res = await npmStartToExit({ ...env, DATABASE_URL: neverDb }, 30_000);
   t.not(res.code, 0);
   t.match(res.out, `[start] port ${env.SIGNALING_PORT} (SIGNALING_PORT) on 127.0.0.1 is in use by pid ${process.pid} (`);
   t.notMatch(res.out, '"status":"ready"');
