@@ -6,6 +6,8 @@ import { TokenVerifier } from 'livekit-server-sdk';
 import { setLimits } from '../../shared/calls/limits.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { sha256 } from '../../shared/ids.ts';
+import { keyer } from '../../shared/redis.ts';
+import { RedisState } from '../../shared/redis-state.ts';
 import { createLogger } from '../../shared/log.ts';
 import { redeemTicket, redeemTickets } from '../../shared/tickets/tickets.ts';
 import { startGateway } from '../../gateway/app.ts';
@@ -174,6 +176,9 @@ t.test('cleanup: an unused ticket is revoked at its deadline, even across a work
   t.same(await redeemTicket(env.db, unused.body.data.token, { instance: 'x' }, 'webrtc'), { ok: false, code: 'ticket_expired' }, 'expired before the cleanup ran');
   t.equal((await getCall(env, o, unused.body.data.call_id)).status, 'QUEUED', 'no workers yet');
 
+  // Redis kept its state here: without the mark, the workers would take this Redis for one that lost its state and
+  // re-arm the redeemed call's dial job (signaling's, which this test never enqueued).
+  await new RedisState(env.redis, keyer(env.config.redisPrefix)).finish();
   const workers = env.spawn('workers');
   await workers.ready();
   const c = await waitStatus(env, o, unused.body.data.call_id, 'CANCELED');
