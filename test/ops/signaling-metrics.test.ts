@@ -65,26 +65,41 @@ t.test('a browser call: this process\'s socket and leg while live, the transitio
   ], 'one info line for the transition it applied');
 });
 
-t.test('with media: /readyz names the media link; a clean stop logs no warning', async (t) => {
+/** A media process and a signaling process driving it. */
+async function withMedia() {
   const media = env.spawn('media', { MEDIA_PORT: '0', MEDIA_WORKERS: '1' });
   await media.ready(60_000);
   const controlUrl = /"control":"([^"]+)"/.exec(media.output)![1];
-  const withMedia = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
-  await withMedia.ready();
-  const mbase = httpBase(softphoneUrl(withMedia));
-  const ready = await eventually(async () => { const r = await httpCall(mbase, 'GET', '/readyz'); return r.status === 200 ? r : null; }, 20_000);
-  t.same(ready.body, { status: 'ready', postgres: 'ok', redis: 'ok', media: 'ok' });
-  t.equal(value((await scrape(mbase, TOKEN)).samples, 'openline_signaling_media_link_up'), 1);
+  const signaling = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
+  await signaling.ready();
+  const mbase = httpBase(softphoneUrl(signaling));
+  await eventually(async () => (await httpCall(mbase, 'GET', '/readyz')).status === 200, 20_000);
+  return { media, signaling, mbase };
+}
 
-  // Both stopped at once, as `npm start` stops everything: media first here, so signaling sees it go.
+t.test('with media: /readyz names the media link', async (t) => {
+  const { media, signaling, mbase } = await withMedia();
+  t.same((await httpCall(mbase, 'GET', '/readyz')).body, { status: 'ready', postgres: 'ok', redis: 'ok', media: 'ok' });
+  t.equal(value((await scrape(mbase, TOKEN)).samples, 'openline_signaling_media_link_up'), 1);
   media.child.kill('SIGTERM');
   t.equal(await media.exited, 0);
   const down = await eventually(async () => { const r = await httpCall(mbase, 'GET', '/readyz'); return r.status === 503 ? r : null; }, 20_000);
   t.same(down.body, { status: 'not_ready', postgres: 'ok', redis: 'ok', media: 'down' }, 'not ready without its media process');
-  withMedia.child.kill('SIGTERM');
-  t.equal(await withMedia.exited, 0, 'signaling stopped cleanly');
-  t.match(withMedia.output, /"msg":"stopped"/);
-  const warnings = withMedia.output.split('\n').filter((l) => l.startsWith('{') && JSON.parse(l).level >= 40);
+  t.equal(value((await scrape(mbase, TOKEN)).samples, 'openline_signaling_media_link_up'), 0);
+  await signaling.kill('SIGTERM');
+});
+
+t.test('a clean stop of signaling and media together logs no warning', async (t) => {
+  const { media, signaling } = await withMedia();
+  // As `npm start` stops everything: SIGTERM to both at once (media is usually gone first, and signaling sees it).
+  media.child.kill('SIGTERM');
+  await media.exited;
+  // Signaling has seen media go (whatever it logged about it) before its own SIGTERM.
+  await eventually(async () => /"msg":"media (process stopped|event stream ended)/.test(signaling.output), 20_000);
+  signaling.child.kill('SIGTERM');
+  t.equal(await signaling.exited, 0, 'signaling stopped cleanly');
+  t.match(signaling.output, /"msg":"stopped"/);
+  const warnings = signaling.output.split('\n').filter((l) => l.startsWith('{') && JSON.parse(l).level >= 40);
   t.same(warnings, [], 'no warning or error on a clean shutdown');
-  t.match(withMedia.output, /"msg":"media process stopped: its sessions are gone"/, 'the media stop is logged at info');
+  t.match(signaling.output, /"msg":"media process stopped: its sessions are gone"/, 'the media stop is logged at info');
 });
