@@ -46,7 +46,7 @@ async function serveGateway(): Promise<void> {
   const { pino } = await import('pino');
   const { loadConfig } = await import('../shared/config.ts');
   const { startGateway } = await import('../gateway/app.ts');
-  const config = loadConfig({ ...process.env, PORT: '0' });
+  const config = loadConfig({ ...process.env, PORT: '0', METRICS_PORT: '0' });
   // The access log at info, as in production, into a file: its cost is counted, its output is not shown.
   const log = pino({ level: 'info', base: { proc: 'gateway' }, timestamp: pino.stdTimeFunctions.isoTime },
     pino.destination({ dest: process.env.BENCH_LOG_FILE!, sync: false, mkdir: true }));

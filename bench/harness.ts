@@ -26,7 +26,7 @@ export function startProc(proc: 'gateway' | 'workers', env: Record<string, strin
   const fd = openSync(logFile, 'a');
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each process there (on SIGTERM).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], { cwd: ROOT, env: { ...process.env, METRICS_PORT: '0', ...env }, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   return child;
 }

@@ -37,7 +37,7 @@ const pct = (xs: number[], p: number) => {
 
 async function main() {
   const id = randomToken(6).toLowerCase();
-  const env = { DATABASE_URL: `postgres://127.0.0.1:5432/ol_bench_nh_${id}`, REDIS_PREFIX: `olb_${id}`, PORT: '0', LOG_LEVEL: 'warn' };
+  const env = { DATABASE_URL: `postgres://127.0.0.1:5432/ol_bench_nh_${id}`, REDIS_PREFIX: `olb_${id}`, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'warn' };
   const config = loadConfig({ ...process.env, ...env });
   await prepareDatabase(config);
   const db = createDb(config.databaseUrl, 4, 'bench-nh');

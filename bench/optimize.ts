@@ -38,7 +38,7 @@ const id = randomToken(8).toLowerCase();
 const envVars: Record<string, string> = {
   DATABASE_URL: `postgres://127.0.0.1:5432/ol_bench_optimize_${id}`,
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  REDIS_PREFIX: `olb_${id}`, PORT: '0', WORKERS_PORT: '0', LOG_LEVEL: 'warn', DATABASE_POOL_MAX: '10',
+  REDIS_PREFIX: `olb_${id}`, PORT: '0', METRICS_PORT: '0', WORKERS_PORT: '0', LOG_LEVEL: 'warn', DATABASE_POOL_MAX: '10',
   OPTIMIZE_ROLLUP_MS: '1000',
   // One client address sends every beacon here: lift the per-address bound so the bench measures the counting path.
   OPTIMIZE_COLLECT_LIMIT: '1000000000',

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../shared/clock.ts';
 import type { Config } from '../shared/config.ts';
 import { createDb, type Db } from '../shared/db.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
+import { startHealthServer } from '../shared/health-server.ts';
 import { Cursors } from '../shared/pagination.ts';
 import { createRedis, keyer, REQUEST_PATH_REDIS, type Redis } from '../shared/redis.ts';
 import { readinessReply, storeReadiness } from '../shared/readiness.ts';
@@ -68,6 +69,8 @@ export interface GatewayOptions {
 export interface RunningGateway {
   port: number;
   url: string;
+  /** The admin listener (METRICS_HOST:METRICS_PORT): /metrics, /healthz, /readyz. */
+  metricsUrl: string;
   gateway: HttpGateway;
   db: Db;
   redis: Redis;
@@ -91,7 +94,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   gateway
     .addRaw('GET', '/healthz', () => ({ status: 200, contentType: 'application/json', body: '{"status":"ok"}' }))
     .addRaw('GET', '/readyz', async () => ({ contentType: 'application/json', ...readinessReply(await readiness()) }))
-    .addRaw('GET', '/metrics', async () => ({ status: 200, contentType: gateway.metrics.contentType, body: await gateway.metrics.render() }))
     .addRaw('GET', '/v1/openapi.json', () => ({
       status: 200, contentType: 'application/json',
       body: JSON.stringify(buildOpenApi(gateway.router.routes, gateway.baseUrl,
@@ -126,16 +128,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
 
   const accountWatch = await watchAccountChanges(db, redis, base.key, log);
   const port = await gateway.listen(config.port, config.host);
+  const stop = async () => {
+    await gateway.close();
+    await accountWatch.stop();
+    await redis.quit().catch(() => undefined);
+    await db.$pool.end();
+  };
+  // Metrics are not an API resource: they are served apart from the public port (loopback by default).
+  const admin = await startHealthServer(config.metrics.host, config.metrics.port, async () => ({ proc: 'gateway' }), readiness,
+    { token: config.metrics.token, render: () => gateway.metrics.render() })
+    .catch(async (err) => { await stop(); throw err; });
   if (!config.publicUrl) {
     log.warn({ base_url: gateway.baseUrl }, `PUBLIC_URL is unset: links and WWW-Authenticate name the listen address ${gateway.baseUrl}`);
   }
   return {
-    port, url: listenUrl(config.host, port), gateway, db, redis,
+    port, url: listenUrl(config.host, port), metricsUrl: listenUrl(config.metrics.host, admin.port), gateway, db, redis,
     close: async () => {
-      await gateway.close();
-      await accountWatch.stop();
-      await redis.quit().catch(() => undefined);
-      await db.$pool.end();
+      await admin.close();
+      await stop();
     },
   };
 }

@@ -7,5 +7,5 @@ const config = loadConfig();
 const log = createLogger('gateway', config.logLevel);
 await runProcess(log, async () => {
   const g = await startGateway({ config, log });
-  return { info: { url: g.url }, stop: g.close };
+  return { info: { url: g.url, metrics: g.metricsUrl }, stop: g.close };
 });

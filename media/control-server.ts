@@ -1,4 +1,4 @@
-// The media control API (shared/media/protocol.ts): JSON over HTTP on MEDIA_PORT, beside /healthz. Every /v1
+// The media control API (shared/media/protocol.ts): JSON over HTTP on MEDIA_PORT, beside /healthz, /readyz and /metrics. Every /v1
 // request needs the bearer secret. GET /v1/events is the long-lived stream signaling holds open: session endings,
 // worker replacements and a heartbeat; when it breaks without a `shutdown` line, the media process is gone and
 // every session with it.
@@ -37,6 +37,8 @@ export interface ControlServerOptions {
   pool: MediaWorkerPool;
   sessions: MediaSessions;
   log: Logger;
+  /** /readyz and /metrics (media/metrics.ts), served without the control secret: true when it answered. */
+  ops?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
 }
 
 export interface RunningControlServer {
@@ -135,6 +137,7 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
       send(res, 200, { status: 'ok', proc: 'media', workers: pool.pids.length, sessions: sessions.size });
       return;
     }
+    if (o.ops?.(req, res, url.pathname)) return;
     const auth = Buffer.from(req.headers.authorization ?? '');
     if (auth.length !== secret.length || !timingSafeEqual(auth, secret)) {
       sendError(res, new ControlError('unauthorized', 'the media control API needs Authorization: Bearer <MEDIA_CONTROL_SECRET>'));

@@ -71,6 +71,16 @@ export interface PlatformLegalSettings {
   address: string;
 }
 
+/** Where the processes' Prometheus metrics are served (docs/operations.md, "Metrics and logs"). */
+export interface MetricsSettings {
+  /** The gateway's admin listener (/metrics, /healthz, /readyz), apart from the public API port: METRICS_HOST
+   *  (default 127.0.0.1, whatever HOST is) and METRICS_PORT (default 8084). */
+  host: string;
+  port: number;
+  /** METRICS_TOKEN: when set, every process's /metrics needs `Authorization: Bearer <token>`. */
+  token: string | null;
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -125,6 +135,7 @@ export interface Config {
   cnam: CnamSettings;
   sms: SmsSettings;
   optimize: OptimizeSettings;
+  metrics: MetricsSettings;
 }
 
 /** A numeric setting: the fallback when unset or empty, else a number `accepts` takes, or a startup error saying
@@ -301,6 +312,15 @@ export function parseCidr(s: string): Cidr | null {
   return { address, prefix, family: v === 4 ? 'ipv4' : 'ipv6' };
 }
 
+/** METRICS_*: a token is a header value, so printable without spaces, and long enough not to be guessed. */
+function metricsSettings(env: NodeJS.ProcessEnv): MetricsSettings {
+  const token = env.METRICS_TOKEN || null;
+  if (token !== null && !/^[\x21-\x7e]{16,512}$/.test(token)) {
+    throw new Error('METRICS_TOKEN must be 16 to 512 printable characters without spaces');
+  }
+  return { host: env.METRICS_HOST || '127.0.0.1', port: int('METRICS_PORT', 8084, env), token };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
@@ -348,5 +368,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       collectLimit: positiveInt('OPTIMIZE_COLLECT_LIMIT', 600, env),
       rollupMs: positiveInt('OPTIMIZE_ROLLUP_MS', 1000, env),
     },
+    metrics: metricsSettings(env),
   };
 }

@@ -8,7 +8,8 @@ const CHECK_TIMEOUT_MS = 1_000;
 const CACHE_MS = 1_000;
 
 export type StoreState = 'ok' | 'down';
-export interface Readiness { ready: boolean; postgres: StoreState; redis: StoreState }
+/** ready, and the state of each part the process needs: postgres and redis, and e.g. signaling's media link. */
+export type Readiness = { ready: boolean } & { [part: string]: StoreState | boolean };
 
 /** Resolves 'ok' if the check answers within CHECK_TIMEOUT_MS, 'down' otherwise. */
 function probe(check: () => Promise<unknown>): Promise<StoreState> {
@@ -40,10 +41,20 @@ export function storeReadiness(db: Db, redis: Redis): () => Promise<Readiness> {
   };
 }
 
-/** The /readyz answer: 200 when ready, 503 otherwise, with each store's state. */
-export function readinessReply(r: Readiness): { status: number; body: string } {
-  return {
-    status: r.ready ? 200 : 503,
-    body: JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', postgres: r.postgres, redis: r.redis }),
+/** A readiness check that also needs `parts` (each read in memory, e.g. a link that is up or not) to be 'ok'. */
+export function withParts(base: (() => Promise<Readiness>) | null, parts: Record<string, () => StoreState>): () => Promise<Readiness> {
+  return async () => {
+    const r: Readiness = base ? { ...await base() } : { ready: true };
+    for (const [name, state] of Object.entries(parts)) {
+      r[name] = state();
+      if (r[name] !== 'ok') r.ready = false;
+    }
+    return r;
   };
+}
+
+/** The /readyz answer: 200 when ready, 503 otherwise, with each part's state. */
+export function readinessReply(r: Readiness): { status: number; body: string } {
+  const { ready, ...parts } = r;
+  return { status: ready ? 200 : 503, body: JSON.stringify({ status: ready ? 'ready' : 'not_ready', ...parts }) };
 }

@@ -5,7 +5,9 @@ import { createDb } from '../shared/db.ts';
 import { randomToken } from '../shared/ids.ts';
 import { createLogger } from '../shared/log.ts';
 import { runProcess } from '../shared/process.ts';
-import { readinessReply, storeReadiness } from '../shared/readiness.ts';
+import { readinessReply, storeReadiness, withParts } from '../shared/readiness.ts';
+import { METRICS_UNAUTHORIZED, metricsAuthorized } from '../shared/metrics/endpoint.ts';
+import { PROMETHEUS_CONTENT_TYPE } from '../shared/metrics/exposition.ts';
 import { reportRedisErrors } from '../shared/unavailable.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
 import { listenExclusive } from '../shared/uws-listen.ts';
@@ -17,7 +19,8 @@ import { MediaLink } from './media.ts';
 import { SipService } from './sip/service.ts';
 
 // Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
-// reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz, /readyz and /metrics.
+// reconciler, on one uWebSockets.js listener (SIGNALING_PORT) that also serves /healthz, /readyz (the stores, and
+// the media link when this signaling drives media) and /metrics (METRICS_TOKEN when set).
 const config = loadConfig();
 const log = createLogger('signaling', config.logLevel);
 await runProcess(log, async () => {
@@ -48,7 +51,7 @@ await runProcess(log, async () => {
   app.get('/healthz', (res) => {
     res.writeHeader('content-type', 'application/json').end(JSON.stringify({ status: 'ok', proc: 'signaling', instance }));
   });
-  const readiness = storeReadiness(db, redis);
+  const readiness = withParts(storeReadiness(db, redis), media ? { media: () => (media.connected ? 'ok' : 'down') } : {});
   app.get('/readyz', (res) => {
     let aborted = false;
     res.onAborted(() => { aborted = true; });
@@ -57,11 +60,17 @@ await runProcess(log, async () => {
       if (!aborted) res.cork(() => res.writeStatus(status === 200 ? '200 OK' : '503 Service Unavailable').writeHeader('content-type', 'application/json').end(body));
     });
   });
-  app.get('/metrics', (res) => {
+  app.get('/metrics', (res, req) => {
+    if (!metricsAuthorized(config.metrics.token, req.getHeader('authorization'))) {
+      const u = METRICS_UNAUTHORIZED;
+      res.writeStatus('401 Unauthorized').writeHeader('content-type', u.headers['content-type'])
+        .writeHeader('www-authenticate', u.headers['www-authenticate']).end(u.body);
+      return;
+    }
     let aborted = false;
     res.onAborted(() => { aborted = true; });
-    renderMetrics(rt, phone, sip).then(
-      (text) => { if (!aborted) res.cork(() => res.writeHeader('content-type', 'text/plain; version=0.0.4').end(text)); },
+    renderMetrics(phone, media, log, sip).then(
+      (text) => { if (!aborted) res.cork(() => res.writeHeader('content-type', PROMETHEUS_CONTENT_TYPE).end(text)); },
       (err) => { log.error({ err }, 'metrics failed'); if (!aborted) res.cork(() => res.writeStatus('500 Internal Server Error').end()); },
     );
   });

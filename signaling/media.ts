@@ -39,12 +39,20 @@ export class MediaLink extends EventEmitter<LinkEvents> {
     });
     stream.on('end', ({ reason, error }) => {
       if (this.stopped) return;
-      if (this.instanceId) this.log.warn({ reason, err: error?.message }, 'media event stream ended: its sessions are gone');
+      // A media process that says it is stopping (shutdown) is an orderly stop, e.g. `npm start` stopping every process:
+      // info. A stream that broke (lost) is a failure: warn. Either way each call that had media warns on its own.
+      if (this.instanceId) {
+        if (reason === 'shutdown') this.log.info({ reason }, 'media process stopped: its sessions are gone');
+        else this.log.warn({ reason, err: error?.message }, 'media event stream ended: its sessions are gone');
+      }
       this.instanceId = null;
       this.emit('lost', reason === 'shutdown' ? 'media_shutdown' : 'media_lost');
       this.retry = setTimeout(() => this.start(), 1000);
     });
   }
+
+  /** The event stream to the media process is open (its hello arrived): sessions can be made. */
+  get connected(): boolean { return this.instanceId !== null; }
 
   stop(): void {
     this.stopped = true;

@@ -367,6 +367,9 @@ export class Softphone {
 
   /** For the reconciler: calls whose socket this process holds. */
   holds(callId: string) { return this.byCall.has(callId); }
+
+  /** Calls whose socket this process holds (their browser legs). */
+  get heldCalls(): number { return this.byCall.size; }
 }
 
 export type { CallRow };

@@ -1,4 +1,5 @@
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { escapeLabel, PROMETHEUS_CONTENT_TYPE } from '../../shared/metrics/exposition.ts';
+import { renderProcessMetrics, type MetricsSource } from '../../shared/metrics/process-metrics.ts';
 import { STANDARD_METHODS } from './types.ts';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -14,18 +15,14 @@ interface Series {
   count: number;
 }
 
-/** Prometheus metrics of one gateway: requests by route and status, and a latency histogram, plus the process's
- *  default metrics. Every request is counted, so the two request families are plain numbers kept per route and
- *  written out in the text format at scrape time (prom-client's labelled metrics hash their labels per call);
- *  prom-client supplies the process metrics. */
+/** Prometheus metrics of one gateway: requests by route and status, and a latency histogram, plus what the process
+ *  counts (shared/metrics/process-metrics.ts: call transitions applied here, the default process metrics). Every
+ *  request is counted, so the two request families are plain numbers kept per route and written out in the text
+ *  format at scrape time (prom-client's labelled metrics hash their labels per call). Served on the admin listener
+ *  (METRICS_PORT), never on the public API port. */
 export class GatewayMetrics {
-  readonly registry = new Registry();
   /** By route, then method (route labels are the routes' own strings, so no per-request key is built). */
   private readonly series = new Map<string, Map<string, Series>>();
-
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
-  }
 
   observe(method: string, route: string, status: number, seconds: number): void {
     if (!STANDARD_METHODS.has(method)) method = 'OTHER'; // so the series stay bounded
@@ -44,7 +41,7 @@ export class GatewayMetrics {
     s.count++;
   }
 
-  async render(): Promise<string> {
+  async render(sources: MetricsSource[] = []): Promise<string> {
     const out: string[] = [
       '# HELP http_requests_total HTTP requests by route and status.',
       '# TYPE http_requests_total counter',
@@ -67,12 +64,8 @@ export class GatewayMetrics {
         `http_request_duration_seconds_sum{${labels}} ${s.sum}`,
         `http_request_duration_seconds_count{${labels}} ${s.count}`);
     }
-    return out.join('\n') + '\n' + await this.registry.metrics();
+    return out.join('\n') + '\n' + await renderProcessMetrics(sources);
   }
 
-  get contentType(): string { return this.registry.contentType; }
-}
-
-function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+  get contentType(): string { return PROMETHEUS_CONTENT_TYPE; }
 }

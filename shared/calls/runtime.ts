@@ -13,6 +13,7 @@ import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, type Applied } from './store.ts';
 import { afterBrowserTransition } from '../tickets/progress.ts';
+import { reportCallTransitions } from '../metrics/call-transitions.ts';
 
 /** Runs after a call's transition committed and its effects ran (or failed); must not throw. */
 export type CommittedHook = (applied: Applied, input: Input) => Promise<void>;
@@ -37,6 +38,7 @@ export class CallRuntime {
     this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents, deps.redis) : withCarrier || null;
     // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
     this.onCommitted((applied, input) => afterBrowserTransition(deps, applied, input));
+    this.onCommitted(reportCallTransitions(deps.log));
   }
 
   /** Registers a hook run after every applied transition, in registration order. */

@@ -69,7 +69,8 @@ function insertBatcher(db: Db) {
   return b;
 }
 
-export interface Applied { step: Step; call: CallRow }
+/** from: the call's status before the input (the same as call.status when nothing changed). */
+export interface Applied { step: Step; call: CallRow; from: CallRow['status'] }
 
 /** Applies one input to a call in one transaction; null when the call does not exist.
  *  Two round trips: "BEGIN; SELECT ... FOR UPDATE", then one batch "UPDATE; INSERT events; upsert spend; COMMIT"
@@ -88,7 +89,7 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
       if (!row || !s || s.result !== 'applied') {
         await t.none('COMMIT');
         open = false;
-        return row && s ? { step: s, call: row } : null;
+        return row && s ? { step: s, call: row, from: row.status } : null;
       }
       const next: CallRow = { ...row, ...s.call, updated_at: new Date() };
       if (s.ended) next.transcript = buildTranscript(next);
@@ -107,7 +108,7 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
       batch.push('COMMIT');
       await t.none(batch.join(';\n'));
       open = false;
-      return { step: s, call: next };
+      return { step: s, call: next, from: row.status };
     } catch (err) {
       if (open) await t.none('ROLLBACK').catch(() => undefined);
       throw err;

@@ -127,6 +127,14 @@ export class ChannelAccounts {
     return this.redis.smembers(this.keys('')[2]);
   }
 
+  /** Channels held now, every organization together (the counters of the organizations holding any). */
+  async totalUsed(): Promise<number> {
+    const orgs = await this.organizationsHolding();
+    if (!orgs.length) return 0;
+    const used = await this.redis.mget(orgs.map((org) => this.keys(org)[0]));
+    return used.reduce((sum, v) => sum + Number(v ?? 0), 0);
+  }
+
   /** Sets the counter to the sum of the holds; returns the counter before and after. */
   async recount(orgId: string): Promise<{ before: number; after: number }> {
     const [before, after] = (await this.recountScript(...this.keys(orgId), orgId)) as [number, number];

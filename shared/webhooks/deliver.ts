@@ -1,5 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db.ts';
+import type { Logger } from '../log.ts';
+import { deliveryReporter, type DeliveryReporter } from '../metrics/webhook-deliveries.ts';
 import { AttemptLog } from './attempt-log.ts';
 import { retryDelayMs, type DeliveryJob } from './delivery-jobs.ts';
 import { WebhookPoster } from './http-post.ts';
@@ -34,16 +36,20 @@ export interface DeliveryContext {
   attempts: AttemptLog;
   subscriptions: SubscriptionCache;
   retryScale: number;
+  /** Counts and logs each attempt's outcome (shared/metrics/webhook-deliveries.ts). */
+  report: DeliveryReporter;
 }
 
 /** The delivery context of a process, built once from its configuration (workers/main.ts). */
-export function deliveryContext(db: Db, config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowInsecure' | 'webhookRetryScale'>): DeliveryContext {
+export function deliveryContext(db: Db, config: Pick<Config, 'webhookTimeoutMs' | 'webhookAllowInsecure' | 'webhookRetryScale'>,
+  log?: Logger): DeliveryContext {
   return {
     db,
     poster: new WebhookPoster({ timeoutMs: config.webhookTimeoutMs, allowInsecure: config.webhookAllowInsecure, maxSockets: 256 }),
     attempts: new AttemptLog(db),
     subscriptions: new SubscriptionCache(db),
     retryScale: config.webhookRetryScale,
+    report: deliveryReporter(log),
   };
 }
 
@@ -58,8 +64,11 @@ export type AttemptOutcome =
  *  subscription (no more attempts of anything to it); other failures retry until `maxAttempts`. */
 export async function attemptDelivery(ctx: DeliveryContext, d: DeliveryJob, attempt: number, maxAttempts: number): Promise<AttemptOutcome> {
   const sub = await ctx.subscriptions.get(d.subscriptionId);
-  if (!sub) return { kind: 'skipped', reason: 'subscription deleted' };
-  if (sub.status !== 'active') return { kind: 'skipped', reason: `subscription ${sub.status}` };
+  if (!sub || sub.status !== 'active') {
+    const reason = sub ? `subscription ${sub.status}` : 'subscription deleted';
+    ctx.report(d, { outcome: 'skipped', attempt, status: null, ms: 0, error: reason });
+    return { kind: 'skipped', reason };
+  }
 
   const attemptedAt = new Date();
   const res = await ctx.poster.post(sub.webhook_url, signedHeaders(sub.secret, d.webhookId, d.body, attemptedAt.getTime()), d.body);
@@ -80,6 +89,7 @@ export async function attemptDelivery(ctx: DeliveryContext, d: DeliveryJob, atte
     attempted_at: attemptedAt,
     next_attempt_at: outcome === 'retrying' ? new Date(Date.now() + retryDelayMs(attempt, ctx.retryScale)) : null,
   });
+  ctx.report(d, { outcome, attempt, status: res.status, ms: res.latencyMs, error: gone ? 'HTTP 410: receiver is gone' : res.error });
   if (res.ok) return { kind: 'succeeded', status: res.status! };
   if (gone) {
     await disableSubscription(ctx.db, d.subscriptionId, `receiver answered 410 Gone at ${attemptedAt.toISOString()}`);

@@ -74,21 +74,21 @@ export class SipService {
     const t = this.ua.transport.counts;
     const live = [...this.legs.values()].filter((l) => l.live).length;
     return [
-      '# HELP sip_messages_received_total SIP messages taken by the transport (well-formed, any sender).',
-      '# TYPE sip_messages_received_total counter',
-      `sip_messages_received_total ${t.received}`,
-      '# HELP sip_messages_dropped_total SIP input dropped unanswered: malformed, too large, or a TCP peer outside SIP_TRUNK_ALLOW.',
-      '# TYPE sip_messages_dropped_total counter',
-      `sip_messages_dropped_total ${t.dropped}`,
-      '# HELP sip_requests_refused_total Requests from outside SIP_TRUNK_ALLOW (answered 403).',
-      '# TYPE sip_requests_refused_total counter',
-      `sip_requests_refused_total ${this.ua.counts.refused}`,
-      '# HELP sip_requests_unmatched_total In-dialog requests, BYEs and CANCELs that matched no dialog (answered 481).',
-      '# TYPE sip_requests_unmatched_total counter',
-      `sip_requests_unmatched_total ${this.ua.counts.unmatched}`,
-      '# HELP sip_legs_live SIP legs of this process not ended yet.',
-      '# TYPE sip_legs_live gauge',
-      `sip_legs_live ${live}`,
+      '# HELP openline_sip_messages_received_total SIP messages taken by the transport (well-formed, any sender).',
+      '# TYPE openline_sip_messages_received_total counter',
+      `openline_sip_messages_received_total ${t.received}`,
+      '# HELP openline_sip_messages_dropped_total SIP input dropped unanswered: malformed, too large, or a TCP peer outside SIP_TRUNK_ALLOW.',
+      '# TYPE openline_sip_messages_dropped_total counter',
+      `openline_sip_messages_dropped_total ${t.dropped}`,
+      '# HELP openline_sip_requests_refused_total Requests from outside SIP_TRUNK_ALLOW (answered 403).',
+      '# TYPE openline_sip_requests_refused_total counter',
+      `openline_sip_requests_refused_total ${this.ua.counts.refused}`,
+      '# HELP openline_sip_requests_unmatched_total In-dialog requests, BYEs and CANCELs that matched no dialog (answered 481).',
+      '# TYPE openline_sip_requests_unmatched_total counter',
+      `openline_sip_requests_unmatched_total ${this.ua.counts.unmatched}`,
+      '# HELP openline_sip_legs_live SIP legs of this process not ended yet.',
+      '# TYPE openline_sip_legs_live gauge',
+      `openline_sip_legs_live ${live}`,
     ];
   }
 

@@ -1,11 +1,14 @@
 // /healthz, /readyz (Postgres and Redis reachable, 503 when either is not; the result is kept about a second) and
-// /metrics (Prometheus text: http_requests_total by method, route template and status; the latency histogram).
+// /metrics (Prometheus text: http_requests_total by method, route template and status; the latency histogram; call
+// transitions applied by the gateway), served on the admin listener (METRICS_PORT), not on the public API port, and
+// behind METRICS_TOKEN when it is set.
 import { Type } from '@sinclair/typebox';
 import t from 'tap';
 import { startGateway } from '../../gateway/app.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { createLogger } from '../../shared/log.ts';
 import { eventually, httpCall, testEnv } from '../helpers/env.ts';
+import { find, parseProm, scrape, total, type Sample } from '../helpers/prometheus.ts';
 
 const items: Plugin = (routes) => {
   routes.add({
@@ -19,40 +22,10 @@ const items: Plugin = (routes) => {
 const env = await testEnv(t, { plugins: [items] });
 const org = await env.bootstrap({ scopes: ['account:read'] });
 
-interface Sample { name: string; labels: Record<string, string>; value: number }
-
-/** Parses the Prometheus text exposition format (samples only), checking each line's syntax. */
-function parseProm(text: string): { samples: Sample[]; types: Record<string, string> } {
-  const samples: Sample[] = [];
-  const types: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    const ty = /^# TYPE (\S+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
-    if (ty) { types[ty[1]] = ty[2]; continue; }
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
-    if (!m) throw new Error(`bad exposition line: ${line}`);
-    const labels: Record<string, string> = {};
-    if (m[2]) {
-      const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g;
-      let consumed = 0;
-      for (const l of m[2].matchAll(re)) { labels[l[1]] = l[2]; consumed += l[0].length; }
-      if (consumed !== m[2].length) throw new Error(`bad labels: ${line}`);
-    }
-    samples.push({ name: m[1], labels, value: m[3] === '+Inf' ? Infinity : Number(m[3]) });
-  }
-  return { samples, types };
-}
-
 async function metrics() {
-  const r = await env.request('GET', '/metrics');
-  t.equal(r.status, 200);
-  return parseProm(r.text);
+  return scrape(env.gateway!.metricsUrl);
 }
-const find = (s: Sample[], name: string, labels: Record<string, string>) =>
-  s.filter((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
-const requestsTotal = (s: Sample[], route: string, status: string) =>
-  find(s, 'http_requests_total', { method: 'GET', route, status }).reduce((a, x) => a + x.value, 0);
+const requestsTotal = (s: Sample[], route: string, status: string) => total(s, 'http_requests_total', { method: 'GET', route, status });
 
 t.test('/healthz: the process is up', async (t) => {
   const r = await env.request('GET', '/healthz');
@@ -93,7 +66,8 @@ t.test('/metrics: requests by route and status, and the latency histogram', asyn
   t.equal((await env.request('GET', '/v1/test/items/2', { key: org.api_key })).status, 200);
   t.equal((await env.request('GET', '/v1/no-such-thing', { key: org.api_key })).status, 404);
 
-  const r = await env.request('GET', '/metrics');
+  const r = await httpCall(env.gateway!.metricsUrl, 'GET', '/metrics');
+  t.equal(r.status, 200);
   t.match(r.headers['content-type'], /^text\/plain/, 'Prometheus text format');
   const { samples, types } = parseProm(r.text);
   t.equal(types.http_requests_total, 'counter');
@@ -117,4 +91,57 @@ t.test('/metrics: requests by route and status, and the latency histogram', asyn
   t.equal(buckets[buckets.length - 1].value, count.value, '+Inf bucket equals _count');
   t.ok(count.value >= 4, '_count covers every request to the route');
   t.ok(sum.value > 0 && sum.value < count.value * 5, '_sum is in seconds');
+});
+
+t.test('/metrics is not on the public API port: it is not an API route', async (t) => {
+  const r = await env.request('GET', '/metrics');
+  t.equal(r.status, 404);
+  t.equal(r.body?.error?.code, 'not_found');
+  t.notMatch(r.text, /http_requests_total/);
+});
+
+t.test('the admin listener answers /healthz and /readyz as well', async (t) => {
+  const h = await httpCall(env.gateway!.metricsUrl, 'GET', '/healthz');
+  t.equal(h.status, 200);
+  t.match(h.body, { status: 'ok', proc: 'gateway' });
+  const r = await httpCall(env.gateway!.metricsUrl, 'GET', '/readyz');
+  t.equal(r.status, 200);
+  t.same(r.body, { status: 'ready', postgres: 'ok', redis: 'ok' });
+});
+
+t.test('call transitions applied by the gateway are counted (a queued call hung up)', async (t) => {
+  const caller = await env.bootstrap();
+  const key = (labels: Record<string, string>) => async () => total((await metrics()).samples, 'openline_call_transitions_total', labels);
+  const canceled = key({ from: 'QUEUED', to: 'CANCELED' });
+  const before = await canceled();
+  // No workers run in this file: the call stays QUEUED until the hang-up, which the gateway applies itself.
+  const dial = await env.request('POST', '/v1/calls/dial', { key: caller.api_key,
+    body: { from_number: caller.phone_numbers[0], to_number: '+14155550123', connect_number: '+14155550124' } });
+  t.equal(dial.status, 202, 'dial accepted');
+  const hangup = await env.request('POST', `/v1/calls/${dial.body.data.call_id}/hangup`, { key: caller.api_key });
+  t.equal(hangup.status, 200, 'hang-up applied');
+  t.equal(await canceled() - before, 1, 'one QUEUED -> CANCELED transition');
+  t.equal((await metrics()).types.openline_call_transitions_total, 'counter');
+  await env.request('POST', `/v1/calls/${dial.body.data.call_id}/hangup`, { key: caller.api_key });
+  t.equal(await canceled() - before, 1, 'a second hang-up changes nothing and is not counted');
+});
+
+t.test('METRICS_TOKEN: /metrics needs the bearer token; health checks do not', async (t) => {
+  const token = 'metrics-token-0123456789abcdef';
+  const g = await startGateway({ config: { ...env.config, metrics: { host: '127.0.0.1', port: 0, token } },
+    log: createLogger('gateway', 'silent') });
+  t.teardown(() => g.close().catch(() => undefined));
+  t.not(g.metricsUrl, g.url, 'its own listener');
+  for (const authorization of [undefined, 'Bearer wrong-token-0123456789abcd', token, `Basic ${token}`]) {
+    const r = await httpCall(g.metricsUrl, 'GET', '/metrics', { headers: authorization ? { authorization } : {} });
+    t.equal(r.status, 401, `refused with ${authorization ?? 'no Authorization'}`);
+    t.equal(r.body?.error?.code, 'unauthorized');
+    t.match(r.headers['www-authenticate'], /^Bearer realm="metrics"/);
+  }
+  const ok = await scrape(g.metricsUrl, token);
+  t.ok(find(ok.samples, 'process_cpu_user_seconds_total').length, 'the process metrics with the token');
+  t.equal((await httpCall(g.url, 'GET', '/metrics', { headers: { authorization: `Bearer ${token}` } })).status, 404,
+    'still nothing on the public port');
+  t.equal((await httpCall(g.metricsUrl, 'GET', '/healthz')).status, 200);
+  t.equal((await httpCall(g.metricsUrl, 'GET', '/readyz')).status, 200);
 });

@@ -271,6 +271,7 @@ t.test('public raw routes: NUL, unpaired surrogates and bytes that are not UTF-8
 
 t.test('nothing was written, nothing was a 500', async (t) => {
   t.same(await counts(), before);
-  const metrics = await env.request('GET', '/metrics');
+  const metrics = await httpCall(env.gateway!.metricsUrl, 'GET', '/metrics');
+  t.match(metrics.text, /http_requests_total\{/, 'the scrape answered the request counters');
   t.notMatch(metrics.text, /http_requests_total\{[^}]*status="5\d\d"/, 'no 5xx recorded');
 });

@@ -125,7 +125,7 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
     DATABASE_URL: `postgres://127.0.0.1:5432/ol_test_${id}`,
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     REDIS_PREFIX: `olt_${id}`,
-    PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', WORKERS_PORT: '0',
+    PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', WORKERS_PORT: '0', METRICS_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     // Small pools: test files run two at a time, each with several processes, on one PostgreSQL (max_connections 100).
     DATABASE_POOL_MAX: '5',

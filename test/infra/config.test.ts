@@ -1,5 +1,5 @@
-// loadConfig's area settings (reputation, CNAM, SMS, Optimize): each one's default, a set value, and the startup error
-// naming the variable for a bad value. Other settings are checked beside their feature (events-retention,
+// loadConfig's area settings (reputation, CNAM, SMS, Optimize, metrics): each one's default, a set value, and the
+// startup error naming the variable for a bad value. Other settings are checked beside their feature (events-retention,
 // livekit-carrier, softphone-serve).
 import t from 'tap';
 import { telnyxSettings } from '../../shared/caller-trust/reputation/telnyx.ts';
@@ -73,4 +73,15 @@ t.test('an explicit 0 is refused where 0 makes no sense, not silently replaced b
   }
   t.equal(loadConfig({}).databasePoolMax, null, 'DATABASE_POOL_MAX unset: each process chooses');
   t.equal(loadConfig({ PORT: '0' }).port, 0, 'a port of 0 still means an ephemeral port');
+});
+
+t.test('metrics: the admin listener (loopback, whatever HOST is) and the optional token', async (t) => {
+  t.same(loadConfig({}).metrics, { host: '127.0.0.1', port: 8084, token: null }, 'defaults');
+  t.same(loadConfig({ HOST: '0.0.0.0', METRICS_PORT: '9100', METRICS_TOKEN: 'a-token-of-24-characters' }).metrics,
+    { host: '127.0.0.1', port: 9100, token: 'a-token-of-24-characters' }, 'HOST does not move it');
+  t.equal(loadConfig({ METRICS_HOST: '10.0.0.5' }).metrics.host, '10.0.0.5');
+  t.throws(() => loadConfig({ METRICS_PORT: 'metrics' }), /METRICS_PORT must be a non-negative integer, got "metrics"/);
+  for (const token of ['short', 'has a space in it somewhere', 'line\nbreak-0123456789']) {
+    t.throws(() => loadConfig({ METRICS_TOKEN: token }), /METRICS_TOKEN must be 16 to 512 printable characters without spaces/, JSON.stringify(token));
+  }
 });

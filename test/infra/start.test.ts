@@ -14,10 +14,11 @@ t.test('Procfile parsing', async (t) => {
 
 t.test('npm start runs every Procfile process, prints the URL and a first-run key, stops on SIGTERM', async (t) => {
   const id = randomToken(8).toLowerCase();
-  const [base, signalingPort, mediaPort, workersPort] = await freePorts(4);
+  const [base, signalingPort, mediaPort, workersPort, metricsPort] = await freePorts(5);
   const env = {
     ...process.env, DATABASE_URL: `postgres://127.0.0.1:5432/ol_start_${id}`, REDIS_PREFIX: `olt_start_${id}`,
     PORT: String(base), SIGNALING_PORT: String(signalingPort), MEDIA_PORT: String(mediaPort), WORKERS_PORT: String(workersPort),
+    METRICS_PORT: String(metricsPort),
   };
   t.teardown(() => dropDatabase(env.DATABASE_URL));
   const child = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });

@@ -1,11 +1,13 @@
 // The softphone WebSocket against real signaling and workers processes: redemption, reuse and expiry refused (on
 // the same and on another signaling process), progress frames, hangup from the socket, abandoned setups, room
-// tokens, protocol errors, leg accounting on /metrics and the reconciler after a signaling crash.
+// tokens, protocol errors, leg accounting (and this process's legs on /metrics) and the reconciler after a signaling crash.
 import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/log.ts';
 import { startGateway } from '../../gateway/app.ts';
 import { ticketCleanupQueue } from '../../shared/tickets/queue.ts';
+import { LegAccounts } from '../../shared/channels/legs.ts';
+import { keyer } from '../../shared/redis.ts';
 import { eventually, httpCall } from '../helpers/env.ts';
 import { callEnv, callOrg, channelsUsed, getCall, settled, type CallOrg } from '../calls/helpers.ts';
 import { Phone, httpBase, softphoneUrl } from './softphone.ts';
@@ -208,7 +210,7 @@ t.test('room token (path B): the service placed the call; the browser attaches, 
   t.match(await again.frame('error'), { code: 'ticket_used' });
 });
 
-t.test('leg accounting on /metrics, and the reconciler after a signaling crash', async (t) => {
+t.test('leg accounting (and this process\'s legs on /metrics), and the reconciler after a signaling crash', async (t) => {
   const org = await callOrg(env);
   const sigC = env.spawn('signaling');
   await sigC.ready();
@@ -218,26 +220,27 @@ t.test('leg accounting on /metrics, and the reconciler after a signaling crash',
   hello(p, token);
   await p.frame('answered');
   const metric = async (base: string) => (await httpCall(base, 'GET', '/metrics')).text;
-  const legLine = (role: string) => `openline_live_legs{organization_id="${org.organization_id}",role="${role}"} 1`;
-  const m = await eventually(async () => {
-    const text = await metric(httpBase(A)); // any signaling process shows the shared accounts
-    return text.includes(legLine('browser')) && text.includes(legLine('destination')) ? text : null;
-  });
-  t.ok(m.includes(`openline_channels_in_use{organization_id="${org.organization_id}"} 1`), 'channels in use');
-  t.match(await metric(httpBase(C)), /signaling_sockets 1/);
+  const accounts = new LegAccounts(env.redis, keyer(env.config.redisPrefix));
+  const legs = async (role: string) => (await accounts.counts()).get(org.organization_id)?.get(role) ?? 0;
+  await eventually(async () => (await legs('browser')) === 1 && (await legs('destination')) === 1);
+  t.equal(await channelsUsed(env, org.organization_id), 1, 'channels in use');
+  const mc = await metric(httpBase(C));
+  t.match(mc, /openline_signaling_sockets 1\n/);
+  t.match(mc, /openline_signaling_legs\{role="browser"\} 1\n/, 'the browser leg is held by this process');
+  t.match(await metric(httpBase(A)), /openline_signaling_legs\{role="browser"\} 0\n/, 'not by another one');
 
   // Every call's legs are accounted, not only browser calls': a bridge's staff phone and called party.
   const bridge = await env.request('POST', '/v1/calls/dial', { key: org.api_key,
     body: { from_number: org.from, to_number: '+14155550008', connect_number: '+12125550008' } });
   t.equal(bridge.status, 202);
-  await eventually(async () => { const x = await metric(httpBase(B)); return x.includes(legLine('connect')) && x.includes(`role="destination"} 2`); });
+  await eventually(async () => (await legs('connect')) === 1 && (await legs('destination')) === 2);
   t.pass('bridge legs counted');
   await env.request('POST', `/v1/calls/${bridge.body.data.call_id}/hangup`, { key: org.api_key });
   await settled(env, org, bridge.body.data.call_id);
 
   // Leg accounts lost (as after a Redis failover) are rebuilt from the call rows.
   await env.redis.del(`${env.config.redisPrefix}:legs:${org.organization_id}`);
-  await eventually(async () => (await metric(httpBase(B))).includes(legLine('browser')));
+  await eventually(async () => (await legs('browser')) === 1);
   t.pass('legs rebuilt by the reconciler');
 
   // The process holding the socket dies: once its heartbeat lapses the call is ended like a closed socket.
@@ -245,6 +248,6 @@ t.test('leg accounting on /metrics, and the reconciler after a signaling crash',
   const c = await settled(env, org, call_id, 30_000);
   t.match(c, { status: 'COMPLETED', disconnection_reason: 'browser_hangup' });
   await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
-  await eventually(async () => !(await metric(httpBase(A))).includes(`organization_id="${org.organization_id}"`));
+  await eventually(async () => [...((await accounts.counts()).get(org.organization_id)?.values() ?? [])].every((n) => n === 0));
   t.pass('no live legs left');
 });

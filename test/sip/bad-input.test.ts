@@ -86,7 +86,7 @@ if (sipSkip) {
     for (const d of bad) peer.send(p.sipPort, d);
     const pong = await ping(peer);
     t.match(pong, /^SIP\/2\.0 200 OK/, 'OPTIONS afterwards: 200');
-    t.equal(await metric('sip_messages_dropped_total'), bad.length, 'signaling counted every one of them as dropped (the 64 KB one too)');
+    t.equal(await metric('openline_sip_messages_dropped_total'), bad.length, 'signaling counted every one of them as dropped (the 64 KB one too)');
     t.match(pong, /^Allow: .*INVITE.*BYE/im, 'with Allow');
     t.equal(peer.received.length, 1, 'nothing but the OPTIONS was answered');
   });
@@ -118,7 +118,7 @@ if (sipSkip) {
     t.equal(stranger.received.length, 51, 'one answer per request, none to the garbage');
     t.ok(stranger.received.every((m) => /^SIP\/2\.0 403 Forbidden/.test(m)), 'every one 403 Forbidden');
     t.equal(stranger.answers(options.callId).length, 1);
-    t.equal(await metric('sip_requests_refused_total'), 51, 'counted as refused');
+    t.equal(await metric('openline_sip_requests_refused_total'), 51, 'counted as refused');
 
     const closed = await new Promise<{ data: string }>((resolve) => {
       let data = '';

@@ -3,6 +3,7 @@ import type { SmsCarrier } from '../../shared/sms/carrier.ts';
 import { createSmsCarrier } from '../../shared/sms/configured.ts';
 import { SMS_SEND_QUEUE, type SendJob } from '../../shared/sms/messages.ts';
 import { handOver } from '../../shared/sms/send.ts';
+import { smsStatusChanges } from '../../shared/metrics/sms.ts';
 import { NumberPacer } from '../../shared/sms/throughput.ts';
 import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { SpendCharges } from '../../shared/spend/charges.ts';
@@ -35,6 +36,8 @@ export const smsSend: Processor<SendJob> = {
       await job.moveToDelayed(Date.now() + pace.waitMs, token);
       throw new DelayedError();
     }
-    return { result: await handOver({ db: deps.db, ...p }, job.data.messageId) };
+    const result = await handOver({ db: deps.db, ...p }, job.data.messageId);
+    if (result !== 'skipped') smsStatusChanges.inc({ status: result });
+    return { result };
   },
 };
