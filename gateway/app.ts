@@ -126,7 +126,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);
 
-  const accountWatch = await watchAccountChanges(db, redis, base.key, log);
+  const accountWatch = await watchAccountChanges(db, redis, base.key, log, config.faults.accountNoticeDelayMs);
   const port = await gateway.listen(config.port, config.host);
   const stop = async () => {
     await gateway.close();

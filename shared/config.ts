@@ -81,6 +81,37 @@ export interface MetricsSettings {
   token: string | null;
 }
 
+/** Fault injection for the crash tests only (each process SIGKILLs itself at one point); unset in production. */
+export interface FaultSettings {
+  /** GATEWAY_FAULT=kill-after-commit: after a keyed request's effect committed, before its response is stored. */
+  gateway: 'kill-after-commit' | null;
+  /** CARRIER_EVENTS_FAULT=kill-before-apply:<kind>: right after taking (locking) a carrier event of that kind. */
+  carrierEventsKillBefore: 'ringing' | 'answered' | 'ended' | null;
+  /** OUTBOX_RELAY_FAULT=kill-after-enqueue: after the relay's first enqueue, before its transaction commits. */
+  outboxRelay: 'kill-after-enqueue' | null;
+  /** OPTIMIZE_ROLLUP_FAULT: after reading a batch, or after committing it (before dropping it from Redis). */
+  optimizeRollup: 'kill-after-read' | 'kill-after-commit' | null;
+  /** ACCOUNT_NOTICE_FAULT_DELAY_MS: account change notices reach this process that much later. */
+  accountNoticeDelayMs: number;
+}
+
+function faultSettings(env: NodeJS.ProcessEnv): FaultSettings {
+  const pick = <T extends string>(name: string, choices: readonly T[]): T | null => {
+    const v = env[name];
+    if (!v) return null;
+    if (!(choices as readonly string[]).includes(v)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${v}"`);
+    return v as T;
+  };
+  const kill = pick('CARRIER_EVENTS_FAULT', ['kill-before-apply:ringing', 'kill-before-apply:answered', 'kill-before-apply:ended'] as const);
+  return {
+    gateway: pick('GATEWAY_FAULT', ['kill-after-commit'] as const),
+    carrierEventsKillBefore: kill ? (kill.split(':')[1] as 'ringing' | 'answered' | 'ended') : null,
+    outboxRelay: pick('OUTBOX_RELAY_FAULT', ['kill-after-enqueue'] as const),
+    optimizeRollup: pick('OPTIMIZE_ROLLUP_FAULT', ['kill-after-read', 'kill-after-commit'] as const),
+    accountNoticeDelayMs: int('ACCOUNT_NOTICE_FAULT_DELAY_MS', 0, env),
+  };
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -136,6 +167,9 @@ export interface Config {
   sms: SmsSettings;
   optimize: OptimizeSettings;
   metrics: MetricsSettings;
+  /** SIGNALING_MEDIA=off: signaling carries no media even where the carrier could (tests of the call flow, a bench). */
+  signalingMedia: boolean;
+  faults: FaultSettings;
 }
 
 /** A numeric setting: the fallback when unset or empty, else a number `accepts` takes, or a startup error saying
@@ -369,5 +403,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rollupMs: positiveInt('OPTIMIZE_ROLLUP_MS', 1000, env),
     },
     metrics: metricsSettings(env),
+    signalingMedia: env.SIGNALING_MEDIA !== 'off',
+    faults: faultSettings(env),
   };
 }

@@ -40,7 +40,7 @@ await runProcess(log, async () => {
   // signaling only (tests of the call flow, bench:signaling's redemption figure).
   // With the SIP trunk carrier signaling also runs the SIP user agent, whose legs' RTP is media's (its own link); the
   // softphone carries signaling only there until browser calls reach SIP legs (docs/status.md).
-  const mediaOn = config.carrier === 'sandbox' && process.env.SIGNALING_MEDIA !== 'off';
+  const mediaOn = config.carrier === 'sandbox' && config.signalingMedia;
   const mediaSettings = mediaOn || config.carrier === 'sip' ? loadMediaSettings() : null;
   const media = mediaOn && mediaSettings ? new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log) : null;
   const sip = config.carrier === 'sip' && mediaSettings

@@ -1,5 +1,7 @@
 import type { Job, WorkerOptions } from 'bullmq';
+import { pendingEffects } from '../shared/calls/machine.ts';
 import type { CallRuntime } from '../shared/calls/runtime.ts';
+import type { Applied } from '../shared/calls/store.ts';
 import type { Config } from '../shared/config.ts';
 import type { ProcessDeps } from '../shared/process.ts';
 import type { DeliveryContext } from '../shared/webhooks/deliver.ts';
@@ -30,4 +32,12 @@ export interface Processor<D = unknown> {
 export interface Service {
   name: string;
   start(deps: WorkerDeps): Promise<{ stop(): Promise<void> }>;
+}
+
+/** After a call transition run by a job that was taken before (a retry, or a job a dead process held, possibly
+ *  between its commit and its carrier command): the transition may be done already, so repeat what the call's state
+ *  calls for (every effect is idempotent). One rule for every call queue's processor. */
+export async function repeatIfTakenBefore(job: Job, rt: CallRuntime, applied: Applied): Promise<void> {
+  const takenBefore = job.attemptsMade > 0 || job.attemptsStarted > 1;
+  if (takenBefore && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
 }

@@ -25,9 +25,6 @@ import {
 } from './wire.ts';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** Fault injection for the crash test only: `kill-after-commit` makes the gateway SIGKILL itself after a keyed
- *  request's handler succeeded (its effect committed) and before its response is stored. */
-const FAULT = process.env.GATEWAY_FAULT;
 
 interface Compiled {
   route: AnyRoute;
@@ -302,7 +299,7 @@ export class HttpGateway {
               if (twin) { reply = twin; lost = true; headers['Idempotency-Replay'] = 'true'; }
             }
           }
-          if (FAULT === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
+          if (this.deps.config.faults.gateway === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
           if (!lost) await claim.finish(reply);
         }
       } else {

@@ -138,13 +138,14 @@ export const callRoutes: Plugin = (routes) => {
     errors: [...CALL_ERRORS],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
+      const at = deps.clock.now();
       const set = await selectCallerId(deps.db, principal.organizationId,
-        { from: body.from_number, numberSetId: body.number_set_id, to: body.to_number }, deps.clock.now());
+        { from: body.from_number, numberSetId: body.number_set_id, to: body.to_number }, at);
       const reply = ({ call, callerId }: Placed): Reply =>
         ({ status: 202, body: { data: accepted(call, set ?? exactSelection(call.from_number, callerId)) } });
       const placed = await placeCall(deps.calls, principal, {
         type: 'bridge', from: set ? set.from : body.from_number, to: body.to_number, connect: body.connect_number,
-        record: body.record ?? false, withEvidence: !set, names: { from: 'from_number', to: 'to_number' },
+        record: body.record ?? false, withEvidence: !set, names: { from: 'from_number', to: 'to_number' }, at,
       }, ctx.idempotent(reply));
       return reply(placed);
     },
@@ -200,7 +201,7 @@ export const callRoutes: Plugin = (routes) => {
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
           to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
-        },
+        }, at: deps.clock.now(),
       }, ctx.idempotent(reply));
       return reply(placed);
     },

@@ -155,11 +155,10 @@ const ACCOUNT_CHANGED_CHANNEL = 'events:account-changed';
 /** Keeps this process's account snapshots in step with the database: LISTENs on ol_account and drops what a
  *  notice names, and applies announceAccountChange's announcements. Until this runs (and while its connection is
  *  down) footprints are counted for every request. */
-export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log: Logger): Promise<{ stop(): Promise<void> }> {
+/** noticeDelayMs: a test hook (ACCOUNT_NOTICE_FAULT_DELAY_MS): change notices arrive this much later (what a busy database
+ *  or network does), to show that an API change is seen on every replica without them. */
+export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log: Logger, noticeDelayMs = 0): Promise<{ stop(): Promise<void> }> {
   const reader = readerOf(db);
-  // Test hook: change notices arrive this much later (what a busy database or network does), to show that an API
-  // change is seen on every replica without them.
-  const noticeDelayMs = Number(process.env.ACCOUNT_NOTICE_FAULT_DELAY_MS ?? 0);
   const subscriber = redis.duplicate({ enableAutoPipelining: false });
   reportRedisErrors(subscriber, log, 'account-changes');
   await onBroadcast(subscriber, redis, key, ACCOUNT_CHANGED_CHANNEL, (organizationId) => reader.forget(organizationId));

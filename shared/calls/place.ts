@@ -44,6 +44,8 @@ export interface PlaceRequest {
   withEvidence?: boolean;
   /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
   names: { from: string; to: string };
+  /** The request's time (ms; the gateway's clock, which selected the caller ID too); default: now. */
+  at?: number;
 }
 
 export interface Placed {
@@ -100,7 +102,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   assertWithinBounds(p, [F, req.from], dialed.map(([field, n]) => [field, n.e164]));
 
   // Everything the next steps read from PostgreSQL, in one round trip.
-  const now = new Date();
+  const now = new Date(req.at ?? Date.now());
   const { limits: org, evidence, compliance, callerId: callerIdFacts } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
 
   // 3. Destination rules.

@@ -24,9 +24,6 @@ function batchKeys(key: Keyer) {
 
 export interface RollupOutcome { batchId: string | null; applied: boolean; impressions: number; assignments: number; conversions: number; testIds: string[] }
 
-/** Fault injection for the crash test only (OPTIMIZE_ROLLUP_FAULT): SIGKILL this process after reading a batch
- *  (kill-after-read) or after committing it to PostgreSQL (kill-after-commit). */
-const fault = () => process.env.OPTIMIZE_ROLLUP_FAULT;
 
 async function readHash(redis: Redis, k: string): Promise<[string, string][]> {
   const out: [string, string][] = [];
@@ -39,7 +36,8 @@ async function readHash(redis: Redis, k: string): Promise<[string, string][]> {
   return out;
 }
 
-export async function rollupOnce(db: Db, redis: Redis, key: Keyer): Promise<RollupOutcome> {
+/** `fault` (OPTIMIZE_ROLLUP_FAULT, crash tests only): SIGKILL this process after reading a batch, or after committing it. */
+export async function rollupOnce(db: Db, redis: Redis, key: Keyer, fault: 'kill-after-read' | 'kill-after-commit' | null = null): Promise<RollupOutcome> {
   defineScript(redis, 'olOptimizeRollupClaim', new URL('./rollup-claim.lua', import.meta.url), 7);
   defineScript(redis, 'olOptimizeRollupFinish', new URL('./rollup-finish.lua', import.meta.url), 4);
   const live = liveKeys(key);
@@ -49,7 +47,7 @@ export async function rollupOnce(db: Db, redis: Redis, key: Keyer): Promise<Roll
   const batchId = String(claimed);
 
   const [imp, asg, cnv] = await Promise.all([readHash(redis, batch.imp), readHash(redis, batch.asg), readHash(redis, batch.cnv)]);
-  if (fault() === 'kill-after-read') process.kill(process.pid, 'SIGKILL');
+  if (fault === 'kill-after-read') process.kill(process.pid, 'SIGKILL');
 
   const impressions = { test: [] as string[], variant: [] as string[], day: [] as string[], n: [] as number[] };
   let impressionTotal = 0;
@@ -117,7 +115,7 @@ export async function rollupOnce(db: Db, redis: Redis, key: Keyer): Promise<Roll
     }
     return true;
   });
-  if (fault() === 'kill-after-commit') process.kill(process.pid, 'SIGKILL');
+  if (fault === 'kill-after-commit') process.kill(process.pid, 'SIGKILL');
   await script(redis, 'olOptimizeRollupFinish')(batch.imp, batch.asg, batch.cnv, batch.id, batchId);
   const testIds = [...new Set([...impressions.test, ...conversions.test])];
   return { batchId, applied, impressions: impressionTotal, assignments: assignments.test.length, conversions: cnv.length, testIds };

@@ -1,7 +1,6 @@
-import { pendingEffects } from '../../shared/calls/machine.ts';
 import { legId } from '../../shared/carriers/carrier.ts';
 import { LATE_TIMER_MAX_DEFERRALS, LATE_TIMER_MS, TIMERS_QUEUE, type TimerJob } from '../../shared/calls/queues.ts';
-import type { Processor } from '../processor.ts';
+import { repeatIfTakenBefore, type Processor } from '../processor.ts';
 
 const LEG_ROLES = ['connect', 'destination'] as const;
 
@@ -26,7 +25,7 @@ export const callTimers: Processor<TimerJob> = {
     }
     const applied = await rt.transition(job.data.callId, { type: 'limit', at: new Date(Math.min(job.data.at, Date.now())) });
     if (!applied) return 'missing';
-    if (job.attemptsMade > 0 && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
+    await repeatIfTakenBefore(job, rt, applied);
     return applied.step.result;
   },
 };

@@ -1,7 +1,6 @@
 import { confirmAdmission } from '../../shared/calls/admission.ts';
-import { pendingEffects } from '../../shared/calls/machine.ts';
 import { DIAL_QUEUE, type DialJob } from '../../shared/calls/queues.ts';
-import type { Processor } from '../processor.ts';
+import { repeatIfTakenBefore, type Processor } from '../processor.ts';
 
 // One job per accepted call: QUEUED -> RINGING and originate the first leg (a bridge's connect_number, an AI
 // call's destination). Origination locks the call row like a hangup does, so a setup cancellation either wins
@@ -20,10 +19,7 @@ export const callsDial: Processor<DialJob> = {
       ? { type: 'admission_lost', code: refusal, at: new Date() }
       : { type: 'originate', at: new Date() });
     if (!applied) return 'missing';
-    // A retry, or a job taken again after its process died between commit and carrier command: the transition is
-    // done, repeat what it called for.
-    const takenBefore = job.attemptsMade > 0 || job.attemptsStarted > 1;
-    if (takenBefore && applied.step.result !== 'applied') await rt.run(applied.call, pendingEffects(applied.call));
+    await repeatIfTakenBefore(job, rt, applied);
     return refusal ? `${applied.step.result}: ${refusal}` : applied.step.result;
   },
 };

@@ -10,7 +10,7 @@ export const optimizeRollup: Processor = {
   // A killed worker's job comes back soon; the batch it held is resumed by whichever run comes next.
   workerOptions: { lockDuration: 15_000, stalledInterval: 5_000 },
   async process(_job, deps) {
-    const out = await rollupOnce(deps.db, deps.redis, deps.key);
+    const out = await rollupOnce(deps.db, deps.redis, deps.key, deps.config.faults.optimizeRollup);
     const completed = out.applied ? await evaluateTests(deps.db, out.testIds) : 0;
     return { batch: out.batchId, applied: out.applied, impressions: out.impressions, conversions: out.conversions, completed };
   },

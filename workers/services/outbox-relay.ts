@@ -15,9 +15,6 @@ import type { Service } from '../processor.ts';
 
 export const RELAY_BATCH = 1000;
 const POLL_MS = 1000;
-/** Fault injection for the crash test only: `kill-after-enqueue` makes the process SIGKILL itself right after its
- *  first enqueue, before the relay transaction commits (the window where a naive relay would duplicate). */
-const FAULT = process.env.OUTBOX_RELAY_FAULT;
 const STALLED = 'job stalled more than allowable limit';
 const RESCUE_MS = 30_000;
 
@@ -47,7 +44,7 @@ export const outboxRelay: Service = {
           const r = await relayBatch(deps.db, async (jobs) => {
             // A large fan-out is added in slices, so one MULTI never carries an unbounded number of jobs.
             for (let i = 0; i < jobs.length; i += RELAY_BATCH) await queue.addBulk(jobs.slice(i, i + RELAY_BATCH));
-            if (FAULT === 'kill-after-enqueue') process.kill(process.pid, 'SIGKILL');
+            if (deps.config.faults.outboxRelay === 'kill-after-enqueue') process.kill(process.pid, 'SIGKILL');
           }, RELAY_BATCH, deps.config.webhookRetryScale, () => state.epoch());
           if ('waiting' in r) {
             // Redis lost its state: nothing is relayed until the workers have re-armed (a second or so).
