@@ -28,17 +28,18 @@ if (phoneSkip) {
     await legStatus(p, id, 'destination', 'ANSWERED');
     t.same(router.invites, [connect, to], 'the staff phone was rung first, then the called party');
 
-    // Three seconds of RTP each way on both legs before the hang-up (50 packets a second).
+    // Four seconds of RTP each way on both legs before the hang-up (50 packets a second).
     await eventually(async () => {
       const s = await p.media.stats(id);
-      return s.carrierLegs.length === 2 && s.carrierLegs.every((l) => l.fromFarEnd >= 150 && l.toFarEnd >= 150);
+      return s.carrierLegs.length === 2 && s.carrierLegs.every((l) => l.fromFarEnd >= 200 && l.toFarEnd >= 200);
     }, 60_000, 250);
     const h = await p.env.request('POST', `/v1/calls/${id}/hangup`, { key: p.org.api_key });
     t.equal(h.status, 200, h.text);
     const c = await endedCall(p, id);
     t.equal(c.status, 'COMPLETED');
 
-    // baresip writes the WAV's header when the call closes (our BYE): measure once both files hold the call.
+    // baresip writes the WAV's header when the call closes (our BYE): measure once both files hold the call (2.5 s
+    // of the 4 s sent: its jitter buffer may drop some of a late burst on a busy machine).
     let seen = '';
     const [staffHeard, calledHeard] = await eventually(async () => {
       const a = staff.heard();
@@ -46,7 +47,7 @@ if (phoneSkip) {
       const ma = a ? measureTone(a) : null;
       const mb = b ? measureTone(b) : null;
       seen = JSON.stringify({ staff: ma, called: mb });
-      return ma && mb && ma.length >= 3 && mb.length >= 3 ? [ma, mb] : null;
+      return ma && mb && ma.length >= 2.5 && mb.length >= 2.5 ? [ma, mb] : null;
     }, 30_000, 250).catch((e) => {
       throw new Error(`${e.message}: recordings ${seen}\nstaff:\n${staff.log().slice(-1500)}\ncalled:\n${called.log().slice(-1500)}`);
     });
