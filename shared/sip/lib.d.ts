@@ -62,6 +62,8 @@ declare module 'sip' {
     /** Frames a byte stream (TCP) into messages; onFlood when the headers or body exceed the limits. */
     function makeStreamParser(onMessage: (m: Message) => void, onFlood: () => void, maxBytesHeaders: number, maxContentLength: number): (data: string) => void;
     function generateBranch(): string;
+    /** Stops the package's one UA stack (the one sip/proxy starts). */
+    function stop(): void;
   }
   export = sip;
 }
@@ -74,4 +76,16 @@ declare module 'sip/digest' {
     function signRequest(ctx: Record<string, unknown> | null, rq: sip.Message, rs: sip.Message, creds: Credentials): unknown;
   }
   export = digest;
+}
+
+declare module 'sip/proxy' {
+  import type sip from 'sip';
+  namespace proxy {
+    /** Starts the package's one UA stack as a stateful proxy: every request but CANCEL goes to `route`. */
+    function start(options: Record<string, unknown>, route: (rq: sip.Message, remote: unknown) => void): void;
+    /** Forwards a request within its proxy context (responses come back the same way), or sends a response. */
+    function send(m: sip.Message, callback?: (rs: sip.Message) => void): void;
+    function stop(): void;
+  }
+  export = proxy;
 }

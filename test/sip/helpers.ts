@@ -4,10 +4,12 @@
 // media and SIPp.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import sip from 'sip';
+import proxy from 'sip/proxy';
 import { MediaControlClient } from '../../shared/media/control-client.ts';
 import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
 import { callOrg, getCall, startRx, subscribeCalls, type CallOrg } from '../calls/helpers.ts';
@@ -119,12 +121,12 @@ export interface SipPlatform {
   rx: Receiver;
 }
 
-/** The platform with CARRIER=sip against a trunk on 127.0.0.1:trunkPort; one organization subscribed to every
+/** The platform with CARRIER=sip against a trunk on trunkIp:trunkPort; one organization subscribed to every
  *  call event. */
-export async function sipPlatform(t: TapLike, trunkPort: number, extra: Record<string, string> = {}): Promise<SipPlatform> {
+export async function sipPlatform(t: TapLike, trunkPort: number, extra: Record<string, string> = {}, trunkIp = '127.0.0.1'): Promise<SipPlatform> {
   const env = await testEnv(t, {
     env: {
-      CARRIER: 'sip', SIP_TRUNK_URI: `sip:127.0.0.1:${trunkPort}`, SIP_LISTEN: '127.0.0.1:0',
+      CARRIER: 'sip', SIP_TRUNK_URI: `sip:${trunkIp}:${trunkPort}`, SIP_LISTEN: '127.0.0.1:0',
       WEBHOOK_ALLOW_INSECURE: '1', WEBHOOK_RETRY_SCALE: '0.01', ...extra,
     },
   });
@@ -177,4 +179,103 @@ export function requestsTo(sipp: Sipp, number: string): Record<string, string[]>
     if (method && new RegExp(`^Call-ID:\\s*${callId}\\s*$`, 'im').test(msg)) (out[method] ??= []).push(msg);
   }
   return out;
+}
+
+/** Why the audio checks cannot run here (no baresip or sox), or false. */
+export const phoneSkip: string | false = sipSkip || (!hasCommand('baresip') ? 'baresip is not installed (apt-get install baresip)' : false);
+
+export interface Phone {
+  /** The account's URI (where the router sends this phone's calls). */
+  uri: string;
+  dir: string;
+  child: ChildProcess;
+  /** What baresip logged so far. */
+  log(): string;
+  /** The WAV of what the phone heard in its one call (baresip's sndfile "dec" dump), once the call is over. */
+  heard(): string | null;
+}
+
+/** A real SIP phone: Debian's baresip, headless, on `ip` (a 127/8 address) and a free port, auto-answering,
+ *  sending a `toneHz` sine from a file (aufile) and writing what it hears to a WAV (sndfile); killed at teardown. */
+export async function startPhone(t: TapLike, o: { name: string; ip: string; toneHz: number }): Promise<Phone> {
+  const dir = mkdtempSync(join(tmpdir(), `ol-phone-${o.name}-`));
+  // aufile reads 16-bit PCM; 60 s outlasts any call the tests make.
+  const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', join(dir, 'tone.wav'), 'synth', '60', 'sine', String(o.toneHz)]);
+  if (sox.status !== 0) throw new Error(`sox failed: ${sox.stderr}`);
+  const port = await freePort();
+  const rtpBase = 30000 + 2 * Math.floor(Math.random() * 5000);
+  writeFileSync(join(dir, 'config'), [
+    'poll_method poll',
+    `sip_listen ${o.ip}:${port}`,
+    `net_interface ${o.ip}`,
+    `rtp_ports ${rtpBase}-${rtpBase + 99}`,
+    `audio_source aufile,${join(dir, 'tone.wav')}`,
+    // No sound card: aubridge is a player that plays nowhere; sndfile (an audio filter) records the decoded audio.
+    'audio_player aubridge,nowhere',
+    'audio_alert aubridge,nowhere',
+    `snd_path ${dir}`,
+    'module_path /usr/lib/baresip/modules',
+    'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so', '',
+  ].join('\n'));
+  const uri = `sip:${o.name}@${o.ip}:${port}`;
+  writeFileSync(join(dir, 'accounts'), `<${uri}>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA\n`);
+  const child = spawn('baresip', ['-f', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', stop);
+  t.teardown(stop);
+  await eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`baresip ${o.name} exited (${child.exitCode}): ${out}`);
+    return out.includes('baresip is ready');
+  }, 30_000, 100);
+  const heard = () => {
+    const f = readdirSync(dir).find((n) => n.endsWith('-dec.wav'));
+    return f ? join(dir, f) : null;
+  };
+  return { uri, dir, child, log: () => out, heard };
+}
+
+/** What sox measures of a recording: its whole length, and the rough (zero-crossing) frequency and the RMS amplitude
+ *  (0..1) of `seconds` of it from the first sound on (the silence while the other leg rang is cut; a silent
+ *  recording measures 0 or NaN). */
+export function measureTone(wav: string, seconds = 2): { length: number; hz: number; rms: number } {
+  const stat = (effects: string[]) => {
+    const out = String(spawnSync('sox', [wav, '-n', ...effects, 'stat']).stderr);
+    return (label: string) => Number(new RegExp(`^${label}:\\s*(\\S+)`, 'm').exec(out)?.[1] ?? NaN);
+  };
+  const whole = stat([]);
+  const sound = stat(['silence', '1', '0.05', '1%', 'trim', '0.2', String(seconds)]);
+  return { length: whole('Length \\(seconds\\)'), hz: sound('Rough\\s+frequency'), rms: sound('RMS\\s+amplitude') };
+}
+
+export interface Router { ip: string; port: number; invites: string[] }
+
+/** What stands at SIP_TRUNK_URI for the phones: the `sip` package's own stateful proxy (sip/proxy) on 127.0.0.4,
+ *  sending each INVITE to the phone for its Request-URI's user (the dialed number), as a provider's proxy sends a
+ *  call to the registered phone for a number; 404 for any other. It does not record-route: ACK and BYE go between
+ *  the platform and the phone directly (their Contacts). */
+export async function startRouter(t: TapLike, phones: Record<string, Phone>): Promise<Router> {
+  // Not on the phones' 127.0.0.1: the package takes a Request-URI on its own address for one of its flow tokens.
+  const ip = '127.0.0.4';
+  const port = await freePort();
+  const invites: string[] = [];
+  proxy.start({ address: ip, port, tcp: false, logger: {} }, (rq) => {
+    const user = sip.parseUri(rq.uri!)?.user ?? '';
+    if (rq.method === 'ACK') return; // a 2xx ACK goes to the phone's Contact; non-2xx ACKs end in the transaction layer
+    const phone = phones[user];
+    if (rq.method !== 'INVITE' || !phone) {
+      proxy.send(sip.makeResponse(rq, rq.method === 'OPTIONS' ? 200 : 404));
+      return;
+    }
+    invites.push(user);
+    rq.uri = phone.uri;
+    proxy.send(rq);
+  });
+  t.teardown(() => sip.stop());
+  return { ip, port, invites };
 }
