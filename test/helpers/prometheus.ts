@@ -1,6 +1,7 @@
 // Reading a /metrics answer in tests: the Prometheus text format parsed strictly (a malformed line throws), and
 // lookups of samples by name and labels.
 import { httpCall } from './env.ts';
+import type { TapTest } from './pool.ts';
 
 export interface Sample { name: string; labels: Record<string, string>; value: number }
 export interface Scrape { samples: Sample[]; types: Record<string, string> }
@@ -42,4 +43,16 @@ export async function scrape(base: string, token?: string): Promise<Scrape> {
   if (r.status !== 200) throw new Error(`GET ${base}/metrics answered ${r.status}: ${r.text}`);
   if (!/^text\/plain; version=0\.0\.4/.test(r.headers['content-type'] ?? '')) throw new Error(`not the text format: ${r.headers['content-type']}`);
   return parseProm(r.text);
+}
+
+/** Asserts that GET <base>/metrics answers 401 unauthorized (with its Bearer challenge) to each Authorization value
+ *  (undefined: none sent): a METRICS_TOKEN is set and these are not it. */
+export async function assertMetricsRefused(t: TapTest, base: string, authorizations: (string | undefined)[]): Promise<void> {
+  for (const authorization of authorizations) {
+    const r = await httpCall(base, 'GET', '/metrics', { headers: authorization ? { authorization } : {} });
+    const why = `refused with ${authorization ?? 'no Authorization'}`;
+    t.equal(r.status, 401, why);
+    t.equal(r.body?.error?.code, 'unauthorized', why);
+    t.match(r.headers['www-authenticate'], /^Bearer realm="metrics"/, why);
+  }
 }

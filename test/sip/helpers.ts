@@ -30,6 +30,27 @@ function hasCommand(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 }
 
+/** Starts a tool of the test (SIPp, baresip) in `dir`, killed (and `dir` removed) at teardown, or when the test
+ *  process dies of an error before its teardowns run; resolves once `ready(output)` holds, throws if it exits first. */
+async function startTool(t: { teardown(fn: () => unknown): void }, cmd: string, args: string[], dir: string,
+  ready: (output: string) => Promise<boolean>, timeoutMs: number): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(cmd, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', stop);
+  t.teardown(stop);
+  await eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`${cmd} exited (${child.exitCode}): ${out}`);
+    return ready(out);
+  }, timeoutMs, 100);
+  return { child, output: () => out };
+}
+
 /** A port free for both UDP and TCP on 127.0.0.1 right now. */
 export async function freePort(): Promise<number> {
   for (;;) {
@@ -86,20 +107,7 @@ export async function startSipp(t: TapLike, o: { scenario?: string; transport?: 
     '-sf', o.scenario ?? TRUNK_SCENARIO, '-i', o.ip ?? '127.0.0.1', '-p', String(port), '-cp', String(controlPort),
     '-mp', String(mediaPort), '-t', o.transport === 'tcp' ? 't1' : 'u1', '-trace_msg', '-message_file', log, '-nostdin',
   ];
-  const child = spawn('sipp', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (d) => { stderr += d; });
-  const stop = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // Also when the test process dies of an error before its teardowns run.
-  process.once('exit', stop);
-  t.teardown(stop);
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`sipp exited (${child.exitCode}): ${stderr}`);
-    return bound(port, o.transport ?? 'udp');
-  }, 15_000);
+  const { child } = await startTool(t, 'sipp', args, dir, () => bound(port, o.transport ?? 'udp'), 15_000);
   const messages = () => (existsSync(log) ? readFileSync(log, 'latin1') : '');
   return {
     port, child, dir, messages,
@@ -219,25 +227,13 @@ export async function startPhone(t: TapLike, o: { name: string; ip: string; tone
   ].join('\n'));
   const uri = `sip:${o.name}@${o.ip}:${port}`;
   writeFileSync(join(dir, 'accounts'), `<${uri}>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA\n`);
-  const child = spawn('baresip', ['-f', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
-  const stop = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', stop);
-  t.teardown(stop);
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`baresip ${o.name} exited (${child.exitCode}): ${out}`);
-    return out.includes('baresip is ready');
-  }, 30_000, 100);
+  const phone = await startTool(t, 'baresip', ['-f', dir], dir, async (out) => out.includes('baresip is ready'), 30_000);
+  const { child } = phone;
   const heard = () => {
     const f = readdirSync(dir).find((n) => n.endsWith('-dec.wav'));
     return f ? join(dir, f) : null;
   };
-  return { uri, dir, child, log: () => out, heard };
+  return { uri, dir, child, log: phone.output, heard };
 }
 
 /** What sox measures of a recording: its whole length, and the rough (zero-crossing) frequency and the RMS amplitude
