@@ -144,6 +144,14 @@ export class OutboundLeg implements DialogHandler {
     this.end('local_hangup');
   }
 
+  /** The answered dialog as a surviving signaling process needs it to send our BYE (dialog-record.ts); null before the
+   *  answer. */
+  dialogState(): { sipCallId: string; target: string; from: sip.NameAddr; to: sip.NameAddr; route: sip.NameAddr[]; cseq: number } | null {
+    const d = this.dialog;
+    if (!d || !this.invite) return null;
+    return { sipCallId: this.sipCallId, target: sip.stringifyUri(d.remoteTarget), from: this.invite.headers.from!, to: d.ack.headers.to!, route: d.routeSet, cseq: d.cseq };
+  }
+
   matches(rq: sip.Message): boolean {
     return !!this.dialog && rq.headers.to?.params.tag === this.localTag && rq.headers.from?.params.tag === this.dialog.remoteTag;
   }

@@ -7,8 +7,11 @@ import type { G711 } from '../../shared/media/protocol.ts';
 export const DTMF_PAYLOAD_TYPE = 101;
 const G711_BY_PAYLOAD: Record<number, G711> = { 0: 'audio/PCMU', 8: 'audio/PCMA' };
 
-/** An audio offer: PCMU, PCMA and telephone-event at `ip`:`port`. */
-export function offer(o: { ip: string; port: number; sessionId: number; version: number }): string {
+interface SdpAt { ip: string; port: number; sessionId: number; version: number }
+type Rtp = SessionDescription['media'][number]['rtp'];
+
+/** One audio stream at `ip`:`port` with these payload types; o= user "-" and s= "-" name nothing of the call. */
+function audioSdp(o: SdpAt, rtp: Rtp, fmtp: SessionDescription['media'][number]['fmtp']): string {
   const ipVer = isIP(o.ip) === 6 ? 6 : 4;
   const sdp: SessionDescription = {
     version: 0,
@@ -17,24 +20,33 @@ export function offer(o: { ip: string; port: number; sessionId: number; version:
     connection: { version: ipVer, ip: o.ip },
     timing: { start: 0, stop: 0 },
     media: [{
-      type: 'audio', port: o.port, protocol: 'RTP/AVP', payloads: `0 8 ${DTMF_PAYLOAD_TYPE}`,
-      rtp: [
-        { payload: 0, codec: 'PCMU', rate: 8000 },
-        { payload: 8, codec: 'PCMA', rate: 8000 },
-        { payload: DTMF_PAYLOAD_TYPE, codec: 'telephone-event', rate: 8000 },
-      ],
-      fmtp: [{ payload: DTMF_PAYLOAD_TYPE, config: '0-16' }],
-      ptime: 20,
-      direction: 'sendrecv',
+      type: 'audio', port: o.port, protocol: 'RTP/AVP', payloads: rtp.map((r) => r.payload).join(' '),
+      rtp, fmtp, ptime: 20, direction: 'sendrecv',
     }],
   };
   return write(sdp);
 }
 
+/** An audio offer: PCMU, PCMA and telephone-event at `ip`:`port`. */
+export function offer(o: SdpAt): string {
+  return audioSdp(o, [
+    { payload: 0, codec: 'PCMU', rate: 8000 },
+    { payload: 8, codec: 'PCMA', rate: 8000 },
+    { payload: DTMF_PAYLOAD_TYPE, codec: 'telephone-event', rate: 8000 },
+  ], [{ payload: DTMF_PAYLOAD_TYPE, config: '0-16' }]);
+}
+
+/** Our answer to an inbound offer: one G.711 codec (PCMU when offered, which browsers speak, else PCMA) at the leg's
+ *  RTP port (the relay takes no telephone-event: DTMF is not carried yet). */
+export function answer(o: SdpAt & { payload: 0 | 8 }): string {
+  return audioSdp(o, [{ payload: o.payload, codec: o.payload === 0 ? 'PCMU' : 'PCMA', rate: 8000 }], []);
+}
+
 export interface Answer { ip: string; port: number; rtcpPort: number; mimeType: G711 }
 
-/** The far end's RTP address, RTCP port and chosen codec, or why the answer cannot be used. */
-export function readAnswer(text: string | undefined): Answer | { error: string } {
+/** The far end's RTP address, RTCP port and chosen codec (its first G.711 one, or `prefer` when it lists that: an
+ *  offer's choice is ours), or why the answer cannot be used. */
+export function readAnswer(text: string | undefined, prefer?: G711): Answer | { error: string } {
   if (!text || !/^v=0\r?\n/.test(text)) return { error: 'the answer carries no SDP' };
   let sdp: SessionDescription;
   try {
@@ -47,7 +59,8 @@ export function readAnswer(text: string | undefined): Answer | { error: string }
   if (audio.protocol !== 'RTP/AVP') return { error: `the SDP answer's audio uses ${audio.protocol}, not RTP/AVP` };
   const ip = audio.connection?.ip ?? sdp.connection?.ip;
   if (!ip || !isIP(ip)) return { error: 'the SDP answer names no RTP address' };
-  const payload = String(audio.payloads ?? '').split(' ').map(Number).find((p) => p in G711_BY_PAYLOAD);
+  const payloads = String(audio.payloads ?? '').split(' ').map(Number).filter((p) => p in G711_BY_PAYLOAD);
+  const payload = payloads.find((p) => G711_BY_PAYLOAD[p] === prefer) ?? payloads[0];
   if (payload === undefined) return { error: 'the SDP answer chose neither PCMU nor PCMA' };
   const rtcpPort = audio.rtcpMux ? audio.port : audio.rtcp?.port ?? (audio.port < 65535 ? audio.port + 1 : audio.port);
   return { ip, port: audio.port, rtcpPort, mimeType: G711_BY_PAYLOAD[payload] };

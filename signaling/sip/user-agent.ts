@@ -1,12 +1,13 @@
 // The platform's SIP user agent: our transport (transport.ts) under the `sip` package's RFC 3261 transaction layer
 // (INVITE and non-INVITE client and server transactions, UDP retransmissions, timers at the RFC defaults: T1 500 ms,
 // Timer B and F 32 s). It answers what arrives outside a call itself and hands in-dialog requests to the dialog
-// registered for their Call-ID (an outbound leg, outbound-leg.ts):
-//   from outside SIP_TRUNK_ALLOW  403 Forbidden, stateless (an ACK is dropped)
+// registered for their Call-ID (an outbound leg, outbound-leg.ts, or an inbound one, inbound-leg.ts):
+//   from outside SIP_TRUNK_ALLOW  403 Forbidden, stateless (an ACK is dropped); nothing else happens
 //   OPTIONS                       200 OK
-//   INVITE (new call)             480 Temporarily Unavailable: inbound calls are not taken yet
+//   INVITE (new call)             to the inbound handler (signaling/sip/service.ts), else 480
 //   in-dialog requests            to the dialog; 481 when no dialog matches (e.g. a BYE with unknown tags)
-//   CANCEL                        481 (there is never an inbound INVITE pending)
+//   ACK of a 2xx                  to the dialog (it ends the 2xx's retransmissions)
+//   CANCEL                        to the pending inbound INVITE of its Call-ID; 481 when there is none
 //   anything else                 405 Method Not Allowed
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
@@ -25,7 +26,14 @@ export interface DialogHandler {
   onRequest(rq: sip.Message, respond: Responder): void;
   /** A 2xx to our INVITE after its transaction ended (a retransmission: acknowledge it again). */
   onStray2xx(rs: sip.Message): void;
+  /** The ACK of a 2xx we sent (inbound legs). */
+  onAck?(rq: sip.Message): void;
+  /** A CANCEL of the dialog's pending INVITE (inbound legs); the CANCEL itself is answered here. */
+  onCancel?(rq: sip.Message, respond: Responder): void;
 }
+
+/** A new INVITE from an allowed address (an inbound call): `respond` answers it in its server transaction. */
+export type InviteHandler = (rq: sip.Message, respond: Responder, remote: Remote) => void;
 
 export type Responder = (status: number, reason: string, extra?: { headers?: sip.Headers; content?: string }) => void;
 
@@ -38,6 +46,8 @@ export class SipUserAgent {
   /** Responses that came from the network (the transaction layer also makes up a 408 when Timer B fires). */
   private readonly fromWire = new WeakSet<sip.Message>();
   private trunkAddress: Remote | null = null;
+  /** Where new INVITEs go (the SIP service's inbound routing); unset: 480. */
+  onInvite: InviteHandler | null = null;
 
   constructor(readonly settings: SipSettings, private readonly log: Logger) {
     for (const c of settings.allow) this.allow.addSubnet(c.address, c.prefix, c.family);
@@ -127,17 +137,20 @@ export class SipUserAgent {
       return;
     }
     if (m.method === 'ACK') {
-      this.layer.getServer(m)?.message(m, remote); // a 2xx's ACK (to a re-INVITE we answered) needs nothing more
+      const t = this.layer.getServer(m); // a non-2xx's ACK ends its transaction
+      if (t) { t.message(m, remote); return; }
+      const dialog = this.dialogs.get(callId);
+      if (dialog?.matches(m)) dialog.onAck?.(m);
       return;
     }
     const existing = this.layer.getServer(m);
     if (existing) { existing.message(m, remote); return; }
     const t = this.layer.createServerTransaction(m, this.transport.connection(remote));
     const respond: Responder = (status, reason, extra) => t.send(respondTo(m, status, reason, extra));
-    this.onRequest(m, respond);
+    this.onRequest(m, respond, remote);
   }
 
-  private onRequest(rq: sip.Message, respond: Responder): void {
+  private onRequest(rq: sip.Message, respond: Responder, remote: Remote): void {
     const inDialog = rq.headers.to?.params?.tag !== undefined;
     if (rq.method === 'OPTIONS' && !inDialog) {
       respond(200, 'OK', { headers: { allow: ALLOW_METHODS, accept: 'application/sdp' } });
@@ -151,8 +164,18 @@ export class SipUserAgent {
       return;
     }
     switch (rq.method) {
-      case 'INVITE': respond(480, 'Temporarily Unavailable'); return;
-      case 'CANCEL': case 'BYE': this.counts.unmatched++; respond(481, 'Call/Transaction Does Not Exist'); return;
+      case 'INVITE':
+        if (this.onInvite) this.onInvite(rq, respond, remote);
+        else respond(480, 'Temporarily Unavailable');
+        return;
+      case 'CANCEL': {
+        const dialog = this.dialogs.get(rq.headers['call-id']!);
+        if (dialog?.onCancel) { dialog.onCancel(rq, respond); return; }
+        this.counts.unmatched++;
+        respond(481, 'Call/Transaction Does Not Exist');
+        return;
+      }
+      case 'BYE': this.counts.unmatched++; respond(481, 'Call/Transaction Does Not Exist'); return;
       default: respond(405, 'Method Not Allowed', { headers: { allow: ALLOW_METHODS } });
     }
   }
@@ -162,10 +185,11 @@ export const newBranch = () => `z9hG4bK${randomToken(20)}`;
 export const newTag = () => randomToken(16);
 export const newCallId = () => randomToken(32);
 
-/** A response to `rq`; a final response to a request outside a dialog gets a To tag of ours. */
+/** A response to `rq`; a response to a request outside a dialog gets a To tag of ours (the dialog's own when
+ *  `extra` gives a To, as an inbound leg does). */
 function respondTo(rq: sip.Message, status: number, reason: string, extra?: { headers?: sip.Headers; content?: string }): sip.Message {
   const rs = sip.makeResponse(rq, status, reason, extra);
-  const to = rq.headers.to!;
+  const to = rs.headers.to!;
   if (status > 100 && to.params?.tag === undefined) rs.headers.to = { ...to, params: { ...to.params, tag: newTag() } };
   return rs;
 }

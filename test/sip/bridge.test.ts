@@ -2,9 +2,9 @@
 // dialed showing from_number and nothing of connect_number (read from the INVITE SIPp received); both answer and
 // play a tone, and media carries each one's RTP to the other. Hang-ups in each state, digest answers to 401 and 407,
 // and the carrier contract (a repeated command is a no-op; a hang-up that overtakes its originate dials nothing).
-import { Queue } from 'bullmq';
 import t from 'tap';
 import { CARRIER_EVENTS_QUEUE, legId, sequencedEventJobId } from '../../shared/carriers/carrier.ts';
+import { QueueRegistry } from '../../shared/queues/registry.ts';
 import { SipCarrier } from '../../shared/carriers/sip.ts';
 import { keyer } from '../../shared/redis.ts';
 import { deliveriesFor, dial } from '../calls/helpers.ts';
@@ -102,9 +102,10 @@ if (sipSkip) {
   });
 
   t.test('the carrier contract: repeated commands are no-ops; a hang-up before its originate dials nothing', async (t) => {
-    const events = new Queue(CARRIER_EVENTS_QUEUE, { connection: p.env.redis, prefix: p.env.config.redisPrefix });
-    const carrier = new SipCarrier(p.env.redis, keyer(p.env.config.redisPrefix), p.env.config.redisPrefix, events, p.env.config.sip!);
-    t.teardown(async () => { await carrier.close(); await events.close(); });
+    const queues = new QueueRegistry(p.env.redis, p.env.config.redisPrefix);
+    const events = queues.get(CARRIER_EVENTS_QUEUE);
+    const carrier = new SipCarrier(p.env.redis, keyer(p.env.config.redisPrefix), queues, p.env.config.sip!);
+    t.teardown(() => queues.close());
     const callId = '01a20000-0000-7000-8000-000000000021';
     const number = '+13125550002'; // rings until CANCEL
     const leg = { callId, role: 'connect' as const, legId: legId(callId, 'connect'), number };

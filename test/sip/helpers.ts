@@ -121,6 +121,8 @@ export async function startSipp(t: TapLike, o: { scenario?: string; transport?: 
 export interface SipPlatform {
   env: TestEnv;
   media: MediaControlClient;
+  /** The media process (tests that kill it). */
+  mediaProc: Proc;
   signaling: Proc;
   workers: Proc;
   /** Where signaling's user agent listens (SIP_LISTEN with its port). */
@@ -150,7 +152,7 @@ export async function sipPlatform(t: TapLike, trunkPort: number, extra: Record<s
   const rx = await startRx(t);
   const org = await callOrg(env);
   await subscribeCalls(env, rx, org);
-  return { env, media, signaling, workers, sipPort, org, rx };
+  return { env, media, mediaProc, signaling, workers, sipPort, org, rx };
 }
 
 /** Waits (reading the row, not the API: the API key has a request rate limit) until the call ended and no leg is up;
@@ -203,9 +205,9 @@ export interface Phone {
   heard(): string | null;
 }
 
-/** A real SIP phone: Debian's baresip, headless, on `ip` (a 127/8 address) and a free port, auto-answering,
- *  sending a `toneHz` sine from a file (aufile) and writing what it hears to a WAV (sndfile); killed at teardown. */
-export async function startPhone(t: TapLike, o: { name: string; ip: string; toneHz: number }): Promise<Phone> {
+/** A real SIP phone: Debian's baresip, headless, on `ip` (a 127/8 address) and a free port, auto-answering (or,
+ *  with `dial`, calling that SIP URI once up), sending a `toneHz` sine from a file (aufile) and writing what it hears to a WAV (sndfile); killed at teardown. */
+export async function startPhone(t: TapLike, o: { name: string; ip: string; toneHz: number; dial?: string; codecs?: string }): Promise<Phone> {
   const dir = mkdtempSync(join(tmpdir(), `ol-phone-${o.name}-`));
   // aufile reads 16-bit PCM; 60 s outlasts any call the tests make.
   const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', join(dir, 'tone.wav'), 'synth', '60', 'sine', String(o.toneHz)]);
@@ -223,11 +225,13 @@ export async function startPhone(t: TapLike, o: { name: string; ip: string; tone
     'audio_alert aubridge,nowhere',
     `snd_path ${dir}`,
     'module_path /usr/lib/baresip/modules',
-    'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so', '',
+    'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so',
+    // A calling phone: the menu module gives the /dial command that -e runs once baresip is up.
+    ...(o.dial ? ['module_app menu.so'] : []), '',
   ].join('\n'));
   const uri = `sip:${o.name}@${o.ip}:${port}`;
-  writeFileSync(join(dir, 'accounts'), `<${uri}>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA\n`);
-  const phone = await startTool(t, 'baresip', ['-f', dir], dir, async (out) => out.includes('baresip is ready'), 30_000);
+  writeFileSync(join(dir, 'accounts'), `<${uri}>;regint=0;answermode=auto;audio_codecs=${o.codecs ?? 'PCMU,PCMA'}\n`);
+  const phone = await startTool(t, 'baresip', ['-f', dir, ...(o.dial ? ['-e', `/dial ${o.dial}`] : [])], dir, async (out) => out.includes('baresip is ready'), 30_000);
   const { child } = phone;
   const heard = () => {
     const f = readdirSync(dir).find((n) => n.endsWith('-dec.wav'));

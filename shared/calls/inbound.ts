@@ -1,0 +1,108 @@
+// Inbound calls (CARRIER=sip): a call from outside to a number an organization holds. The SIP side lives in
+// signaling/sip/inbound-leg.ts; these are the rules and the rows.
+//
+//   route      the number must be ACTIVE on some organization (else 404, nothing written); its `inbound` setting
+//              reject answers 480 (nothing written); softphone admits it like a placed call: the daily spend cap
+//              (a reservation, refused: 480) and the channel limit (1 channel, refused: 486), then one row (type and
+//              direction inbound, RINGING, its caller as the destination leg) and its new_call event.
+//   accept     the first browser to accept takes the call: its browser leg is written under the row's lock, only
+//              while the call still rings and nobody took it (any signaling process, one winner).
+// From there the caller's leg reports answered / ended like any carrier leg (the workers apply them), so the end,
+// its webhook (call_completed, call_no_answer, ...), the spend and the channel release are the call machine's.
+import type { Db } from '../db.ts';
+import { uuidv7 } from '../ids.ts';
+import { isE164 } from '../phone/e164.ts';
+import { effectiveMaxCallMinutes, spendDay } from './limits.ts';
+import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
+import { CHANNELS, type CallRow, type Leg } from './model.ts';
+import type { CallRuntime } from './runtime.ts';
+import { insertCall } from './store.ts';
+
+export type InboundSetting = 'softphone' | 'reject';
+export const INBOUND_SETTINGS: InboundSetting[] = ['softphone', 'reject'];
+
+export type InboundRoute =
+  /** Nobody holds the number (or it is not ACTIVE). */
+  | { kind: 'unknown' }
+  /** The number's inbound setting is reject. */
+  | { kind: 'reject'; organizationId: string }
+  /** The organization's limits have no room for it. */
+  | { kind: 'refused'; organizationId: string; code: 'channel_limit_exceeded' | 'spend_cap_reached' }
+  | { kind: 'ringing'; call: CallRow };
+
+interface Target {
+  phone_id: number;
+  organization_id: string;
+  user_id: string;
+  inbound: InboundSetting;
+  phone_max: number | null;
+  max_call_minutes: number;
+  channel_limit: number;
+  daily_spend_cap_cents: number;
+}
+
+/** The caller's number as the call records it: E.164 when the trunk sent digits, else what it sent (anonymous). */
+export function callerNumber(user: string | undefined): string {
+  const u = (user ?? '').trim();
+  if (isE164(u)) return u;
+  if (/^\d{8,15}$/.test(u) && isE164(`+${u}`)) return `+${u}`;
+  return u && u.length <= 64 ? u : 'anonymous';
+}
+
+/** Routes an inbound call to `to` (E.164); `claim(callId)` runs once it is admitted, before its row is written (the
+ *  SIP owner of the leg is recorded there, so every later command about the call reaches it). */
+export async function routeInbound(rt: CallRuntime, o: { to: string; from: string; ringSeconds: number; claim: (callId: string) => Promise<void> }): Promise<InboundRoute> {
+  const { db } = rt.deps;
+  if (!isE164(o.to)) return { kind: 'unknown' };
+  const t = await db.oneOrNone<Target>(
+    `SELECT p.id AS phone_id, p.organization_id, p.user_id, p.inbound, p.max_call_minutes AS phone_max, o.max_call_minutes,
+            o.channel_limit, o.daily_spend_cap_cents
+       FROM phone_numbers p JOIN organizations o ON o.id = p.organization_id
+      WHERE p.phone_number = $1 AND p.status = 'ACTIVE'`, [o.to]);
+  if (!t) return { kind: 'unknown' };
+  if (t.inbound === 'reject') return { kind: 'reject', organizationId: t.organization_id };
+
+  const now = new Date();
+  const id = uuidv7(now.getTime());
+  const price = rt.profile.pricePerMinuteCents;
+  const lengthLimitSeconds = effectiveMaxCallMinutes(t.max_call_minutes, t.phone_max) * 60;
+  const day = spendDay(now);
+  const spend = await rt.spend.reserve(t.organization_id, day, id, {
+    worstCents: worstCaseCents('inbound', lengthLimitSeconds, o.ringSeconds, price),
+    minimumCents: minimumCents('inbound', price), capCents: t.daily_spend_cap_cents, now: now.getTime(),
+  });
+  if (!spend.admitted) return { kind: 'refused', organizationId: t.organization_id, code: 'spend_cap_reached' };
+  const releaseSpend = () => rt.spend.settle(t.organization_id, day, id, -1).catch(() => undefined);
+  const adm = await rt.channels.admit(t.organization_id, id, CHANNELS.inbound, t.channel_limit, now.getTime());
+  if (!adm.admitted) {
+    await releaseSpend();
+    return { kind: 'refused', organizationId: t.organization_id, code: 'channel_limit_exceeded' };
+  }
+  try {
+    await o.claim(id);
+    const caller: Leg = { role: 'destination', number: o.from, status: 'RINGING', reason: null, originated_at: now.toISOString(), answered_at: null, ended_at: null };
+    const call = await insertCall(db, {
+      id, organization_id: t.organization_id, api_key_id: null, user_id: t.user_id, type: 'inbound', direction: 'inbound',
+      status: 'RINGING', originated_at: now, from_number: o.from, to_number: o.to, connect_number: null, phone_number_id: t.phone_id,
+      agent_id: null, agent: null, record: false, legs: { destination: caller }, channels: CHANNELS.inbound, carrier: rt.profile.name,
+      time_scale: rt.profile.timeScale, max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds('inbound', spend.reservedCents, price)),
+      spend_reserved_cents: spend.reservedCents, ring_timeout_seconds: o.ringSeconds, price_cents_per_minute: price, created_at: now,
+    });
+    return { kind: 'ringing', call };
+  } catch (err) {
+    await rt.channels.release(t.organization_id, id).catch(() => undefined);
+    await releaseSpend();
+    throw err;
+  }
+}
+
+/** The browser `who` (a user or key id) on signaling process `instance` takes the ringing call; null when it is not
+ *  ringing any more or another browser took it first. */
+export async function acceptInbound(db: Db, callId: string, organizationId: string, who: string, instance: string): Promise<CallRow | null> {
+  const browser = { role: 'browser', number: `browser:${who}`, status: 'ANSWERED', reason: null, originated_at: new Date().toISOString(),
+    answered_at: null, ended_at: null, signaling: instance };
+  return db.oneOrNone<CallRow>(
+    `UPDATE calls SET legs = jsonb_set(legs, '{browser}', $3:json), updated_at = now()
+      WHERE id = $1 AND organization_id = $2 AND type = 'inbound' AND status = 'RINGING' AND NOT legs ? 'browser'
+      RETURNING *`, [callId, organizationId, browser]);
+}
