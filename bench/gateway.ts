@@ -45,14 +45,14 @@ async function serveHello(): Promise<void> {
 async function serveGateway(): Promise<void> {
   const { pino } = await import('pino');
   const { loadConfig } = await import('../shared/config.ts');
-  const { startGateway } = await import('../gateway/app.ts');
+  const { startGateway } = await import('../gateway/start.ts');
   const config = loadConfig({ ...process.env, PORT: '0', METRICS_PORT: '0' });
   // The access log at info, as in production, into a file: its cost is counted, its output is not shown.
   const log = pino({ level: 'info', base: { proc: 'gateway' }, timestamp: pino.stdTimeFunctions.isoTime },
     pino.destination({ dest: process.env.BENCH_LOG_FILE!, sync: false, mkdir: true }));
-  const g = await startGateway({ config, log, plugins: process.env.BENCH_BREAKDOWN ? [breakdownRoutes] : [] });
+  const g = await startGateway(config, log, { plugins: process.env.BENCH_BREAKDOWN ? [breakdownRoutes] : [] });
   process.stdout.write(JSON.stringify({ port: g.port }) + '\n');
-  const stop = async () => { await g.close(); process.exit(0); };
+  const stop = async () => { await g.stop(); process.exit(0); };
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
 }

@@ -12,7 +12,7 @@
 //     Target: < 200 ms per page.
 // BENCH_RESOLVES, BENCH_FLEET change the run.
 import { performance } from 'node:perf_hooks';
-import { startGateway } from '../gateway/app.ts';
+import { startGateway } from '../gateway/start.ts';
 import { prepareDatabase } from '../infra/prepare.ts';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { loadConfig } from '../shared/config.ts';
@@ -41,7 +41,7 @@ async function main() {
   const config = loadConfig({ ...process.env, ...env });
   await prepareDatabase(config);
   const db = createDb(config.databaseUrl, 4, 'bench-nh');
-  const g = await startGateway({ config, log: createLogger('gateway', 'warn') });
+  const g = await startGateway(config, createLogger('gateway', 'warn'));
   try {
     const org = await bootstrapOrganization(db, { org: `Bench NH ${id}`, scopes: [...DEFAULT_ALL_SCOPES], numbers: 1 });
     // The bench measures latency, not the per-key limit (600/min would stop it).
@@ -127,7 +127,7 @@ async function main() {
     ], { note: 'One sequential client, gateway in the bench process; the 2-core machine was shared with other engineers\' tests and benches (see load).' });
     console.log(`wrote ${path}`);
   } finally {
-    await g.close();
+    await g.stop();
     await db.$pool.end();
     const redis = createRedis(config.redisUrl);
     await unlinkPrefix(redis, env.REDIS_PREFIX);

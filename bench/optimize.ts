@@ -15,7 +15,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startGateway } from '../gateway/app.ts';
+import { startGateway } from '../gateway/start.ts';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb, dropDatabase } from '../shared/db.ts';
@@ -51,7 +51,7 @@ async function main() {
   await prepareDatabase(config);
   const db = createDb(config.databaseUrl, 4, 'bench-optimize');
   const redis = createRedis(config.redisUrl);
-  const gateway = await startGateway({ config, log: createLogger('gateway', 'warn') });
+  const gateway = await startGateway(config, createLogger('gateway', 'warn'));
   const workers = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
     cwd: ROOT, env: { ...process.env, ...envVars, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -163,7 +163,7 @@ end
   } finally {
     rmSync(luaFile, { force: true });
     workers.kill('SIGTERM');
-    await gateway.close();
+    await gateway.stop();
     await unlinkPrefix(redis, config.redisPrefix);
     await redis.quit();
     db.$pool.on('error', () => undefined);
