@@ -1,23 +1,18 @@
 import { CallRuntime } from '../shared/calls/runtime.ts';
-import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
+import { createReputationProvider } from '../shared/caller-trust/reputation/settings.ts';
 import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
-import type { Config } from '../shared/config.ts';
-import { createDb, type Db } from '../shared/db.ts';
-import { createLogger, type Logger } from '../shared/log.ts';
-import { startHealthServer } from '../shared/health-server.ts';
 import { Cursors } from '../shared/pagination.ts';
-import { createRedis, keyer, REQUEST_PATH_REDIS, type Redis } from '../shared/redis.ts';
-import { readinessReply, storeReadiness } from '../shared/readiness.ts';
-import { reportRedisErrors } from '../shared/unavailable.ts';
+import type { ProcessDeps } from '../shared/process.ts';
+import { readinessReply, type Readiness } from '../shared/readiness.ts';
 import { buildOpenApi } from './http/openapi.ts';
-import { listenUrl } from './http/public-url.ts';
 import { HttpGateway } from './http/server.ts';
 import type { Plugin } from './http/types.ts';
 import { accountRoutes } from './routes/account.ts';
 import { callRoutes } from './routes/calls.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { phoneNumberLifecycleRoutes } from './routes/phone-number-lifecycle.ts';
+import { phoneNumberImportRoutes } from './routes/phone-number-import.ts';
 import { phoneNumberRoutes } from './routes/phone-numbers.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 import { LIVEKIT_WEBHOOK_DOC, registerLiveKitWebhook } from './routes/livekit-webhook.ts';
@@ -42,6 +37,7 @@ export const AREAS: Plugin[] = [
   phoneNumberRoutes,
   phoneNumberCnamRoutes,
   phoneNumberLifecycleRoutes,
+  phoneNumberImportRoutes,
   agentRoutes,
   webhookRoutes,
   callRoutes,
@@ -59,36 +55,20 @@ export const AREAS: Plugin[] = [
 ];
 
 export interface GatewayOptions {
-  config: Config;
-  log?: Logger;
   clock?: Clock;
   /** Extra areas (tests use this to exercise pipeline features such as deprecation on a route of their own). */
   plugins?: Plugin[];
 }
 
-export interface RunningGateway {
-  port: number;
-  url: string;
-  /** The admin listener (METRICS_HOST:METRICS_PORT): /metrics, /healthz, /readyz. */
-  metricsUrl: string;
-  gateway: HttpGateway;
-  db: Db;
-  redis: Redis;
-  close(): Promise<void>;
-}
-
-export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
-  const { config } = opts;
-  const log = opts.log ?? createLogger('gateway', config.logLevel);
-  const db = createDb(config.databaseUrl, config.databasePoolMax ?? 20, 'openline-gateway');
-  // Requests must answer (503) rather than wait while Redis is unreachable: bounded retries and command time.
-  const redis = createRedis(config.redisUrl, REQUEST_PATH_REDIS);
-  reportRedisErrors(redis, log, 'gateway');
-  const readiness = storeReadiness(db, redis);
+/** The gateway's HTTP application on the process's services: every area's routes and the raw routes (health,
+ *  OpenAPI, docs, softphone page, Optimize's public tag, LiveKit's webhook). Listening is start.ts's. */
+export async function buildGateway(services: ProcessDeps, readiness: () => Promise<Readiness>, opts: GatewayOptions = {}): Promise<HttpGateway> {
+  const { config, db, redis, log } = services;
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;
-  const base = { config, db, redis, log, key: keyer(config.redisPrefix) };
-  const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false) });
+  const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues };
+  const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
+    reputation: createReputationProvider(db, config) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway
@@ -126,26 +106,5 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // The production carrier reports call progress through LiveKit webhooks.
   if (config.livekit) registerLiveKitWebhook(gateway, config.livekit);
 
-  const accountWatch = await watchAccountChanges(db, redis, base.key, log, config.faults.accountNoticeDelayMs);
-  const port = await gateway.listen(config.port, config.host);
-  const stop = async () => {
-    await gateway.close();
-    await accountWatch.stop();
-    await redis.quit().catch(() => undefined);
-    await db.$pool.end();
-  };
-  // Metrics are not an API resource: they are served apart from the public port (loopback by default).
-  const admin = await startHealthServer(config.metrics.host, config.metrics.port, async () => ({ proc: 'gateway' }), readiness,
-    { token: config.metrics.token, render: () => gateway.metrics.render() })
-    .catch(async (err) => { await stop(); throw err; });
-  if (!config.publicUrl) {
-    log.warn({ base_url: gateway.baseUrl }, `PUBLIC_URL is unset: links and WWW-Authenticate name the listen address ${gateway.baseUrl}`);
-  }
-  return {
-    port, url: listenUrl(config.host, port), metricsUrl: listenUrl(config.metrics.host, admin.port), gateway, db, redis,
-    close: async () => {
-      await admin.close();
-      await stop();
-    },
-  };
+  return gateway;
 }

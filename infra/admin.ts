@@ -11,6 +11,8 @@ import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { isUuid } from '../shared/ids.ts';
 import { isE164 } from '../shared/phone/e164.ts';
+import { checkImportNumbers, IMPORT_BATCH_MAX, importNumbers } from '../shared/numbers/import.ts';
+import { DomainError } from '../shared/errors.ts';
 import { createRedis, keyer } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts';
 import { prepareDatabase } from './prepare.ts';
@@ -78,6 +80,17 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
       ['--org <id>', 'organization id (required)'],
       ['--number <e164>', 'a number the organization holds (required)'],
       ['--max-call-minutes <n>|default', 'minutes, or default (required)'],
+    ],
+  },
+  {
+    name: 'number import', synopsis: '--org <id> [--name <label>] <e164> [<e164> ...]',
+    about: `Bring numbers (DIDs) the SIP trunk provider sold onto an organization: ACTIVE at once (source imported, `
+      + `number_purchased fires). One result per number: imported, already_held (run it again freely) or refused (held by `
+      + `another organization). 1 to ${IMPORT_BATCH_MAX} distinct numbers per run; a malformed one imports nothing.`,
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--name <label>', 'a label for the numbers (default: the number itself)'],
+      ['<e164> ...', 'the numbers, E.164 (+14155550100), separated by spaces (required)'],
     ],
   },
   {
@@ -284,6 +297,40 @@ async function main(argv: string[]): Promise<unknown> {
       const row = await setNumberMaxCallMinutes(db, String(o.org), String(o.number), minutes);
       if (!row) throw new UsageError(`no number ${o.number} held by organization ${o.org}`);
       return row;
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'number' && sub === 'import') {
+    let o: { values: { org?: string; name?: string }; positionals: string[] };
+    try {
+      o = parseArgs({ args: rest, options: { org: { type: 'string' }, name: { type: 'string' } }, strict: true, allowPositionals: true });
+    } catch (e) {
+      throw new UsageError((e as Error).message.split('\n')[0]);
+    }
+    if (!o.values.org || !isUuid(o.values.org)) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (o.values.name !== undefined && (!o.values.name.trim() || o.values.name.length > 100)) throw new UsageError('--name must be 1 to 100 characters');
+    let list: string[];
+    try {
+      list = checkImportNumbers(o.positionals, 'number');
+    } catch (e) {
+      // "number[2]" names the third number given: say which one.
+      const fields = Object.entries(e instanceof DomainError ? e.fields ?? {} : {});
+      const which = (f: string) => { const i = /^number\[(\d+)\]$/.exec(f)?.[1]; return i === undefined ? 'numbers' : `"${o.positionals[Number(i)]}"`; };
+      throw new UsageError(fields.map(([f, m]) => `${which(f)} ${m.replace(/number\[(\d+)\]/, (_, i) => `"${o.positionals[Number(i)]}"`)}`).join('; ') || (e as Error).message);
+    }
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const org = await db.oneOrNone('SELECT id FROM organizations WHERE id = $1', [o.values.org]);
+      if (!org) throw new UsageError(`no organization ${o.values.org}`);
+      const s = await importNumbers(db, { organizationId: org.id, userId: null }, list, { name: o.values.name?.trim() });
+      return {
+        organization_id: org.id, imported: s.imported, already_held: s.already_held, refused: s.refused,
+        results: s.results.map((r) => (r.result === 'refused'
+          ? { phone_number: r.phone_number, result: r.result, error: r.error.code }
+          : { phone_number: r.phone_number, result: r.result, id: r.number.id })),
+      };
     } finally {
       await db.$pool.end();
     }

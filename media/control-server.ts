@@ -4,10 +4,14 @@
 // every session with it.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { readNodeBody } from '../shared/http/body.ts';
+import { errorBody } from '../shared/http/envelope.ts';
+import { json, metricsTokenStage, type OpsRoute, type PlainAnswer } from '../shared/http/ops.ts';
+import { Pipeline, runStages, type StagePlan } from '../shared/http/pipeline.ts';
 import type { Logger } from '../shared/log.ts';
 import {
   AttachFarEndRequest, BridgeRequest, ConnectBrowserTransportRequest, ConnectCarrierLegRequest, ConsumeRequest,
-  CreateBrowserTransportRequest, CreateCarrierLegRequest, CreateSessionRequest, ProduceRequest, type ControlErrorBody,
+  CreateBrowserTransportRequest, CreateCarrierLegRequest, CreateSessionRequest, ProduceRequest,
   type MediaEvent, type SessionCreated, type WorkersInfo,
 } from '../shared/media/protocol.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
@@ -37,8 +41,8 @@ export interface ControlServerOptions {
   pool: MediaWorkerPool;
   sessions: MediaSessions;
   log: Logger;
-  /** /readyz and /metrics (media/metrics.ts), served without the control secret: true when it answered. */
-  ops?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
+  /** /readyz and /metrics (media/metrics.ts), served without the control secret. */
+  ops?: OpsRoute[];
 }
 
 export interface RunningControlServer {
@@ -49,7 +53,30 @@ export interface RunningControlServer {
   close(): Promise<void>;
 }
 
-type Handler = (req: IncomingMessage, body: unknown) => Promise<unknown>;
+/** A route of the control API (or one of its open operations routes). */
+interface ControlRoute {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  /** Served without the control secret (/healthz, /readyz, /metrics). */
+  open?: boolean;
+  /** METRICS_TOKEN on /metrics. */
+  metricsToken?: string | null;
+  /** The event stream: answers by writing the response itself, reads no body. */
+  stream?: boolean;
+  /** JSON routes answer 200 with the result; open routes answer PlainAnswer. */
+  handle(x: ControlRequest): Promise<unknown> | void;
+}
+
+/** One control request through its stages. */
+interface ControlRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string>;
+  authorization: string | undefined;
+  body: unknown;
+  /** Set by a stage that answered (an open route, the metrics token). */
+  answer: PlainAnswer | null;
+}
 
 export async function startControlServer(o: ControlServerOptions): Promise<RunningControlServer> {
   const { settings, pool, sessions, log } = o;
@@ -65,60 +92,66 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
   pool.on('replaced', (deadPid, fresh) => broadcast({ type: 'worker_replaced', deadPid, newPid: fresh?.pid ?? null }));
   const heartbeat = setInterval(() => broadcast({ type: 'heartbeat', at: new Date().toISOString(), sessions: sessions.size }), settings.heartbeatMs);
 
-  const routes: { method: string; pattern: RegExp; handler: (m: string[]) => Handler }[] = [
-    { method: 'POST', pattern: /^\/v1\/sessions$/, handler: () => async (_req, body) => {
+  const json200 = (path: string, method: ControlRoute['method'], handle: (x: ControlRequest) => Promise<unknown>): ControlRoute =>
+    ({ method, path, handle });
+  const routes: ControlRoute[] = [
+    json200('/v1/sessions', 'POST', async ({ body }) => {
       const b = validate.createSession(body);
-      const { session, created } = await sessions.create(b.callId, b.maxDurationMs, b.carrier);
+      const { session, created } = await sessions.create(b.callId, b.maxDurationMs, b.carrier, b.record);
       return { callId: session.callId, created, routerId: session.routerId, workerPid: session.workerPid, rtpCapabilities: session.rtpCapabilities } satisfies SessionCreated;
-    } },
-    { method: 'GET', pattern: /^\/v1\/sessions$/, handler: () => async () => ({ sessions: sessions.list().map((s) => s.summary()) }) },
-    { method: 'GET', pattern: /^\/v1\/sessions\/([^/]+)$/, handler: ([id]) => async () => sessions.get(id).summary() },
-    { method: 'DELETE', pattern: /^\/v1\/sessions\/([^/]+)$/, handler: ([id]) => async () => {
+    }),
+    json200('/v1/sessions', 'GET', async () => ({ sessions: sessions.list().map((s) => s.summary()) })),
+    json200('/v1/sessions/{id}', 'GET', async ({ params }) => sessions.get(params.id).summary()),
+    json200('/v1/sessions/{id}', 'DELETE', async ({ params: { id } }) => {
       sessions.get(id).close('requested');
       return { callId: id, closed: true };
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/browser-transport$/, handler: ([id]) => async (_req, body) => {
+    }),
+    json200('/v1/sessions/{id}/browser-transport', 'POST', async ({ params, body }) => {
       const b = validate.createBrowserTransport(body ?? {});
-      return sessions.get(id).createBrowserTransport(b.type ?? 'webrtc');
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/browser-transport\/connect$/, handler: ([id]) => async (_req, body) => {
-      await sessions.get(id).connectBrowserTransport(validate.connectBrowserTransport(body));
+      return sessions.get(params.id).createBrowserTransport(b.type ?? 'webrtc');
+    }),
+    json200('/v1/sessions/{id}/browser-transport/connect', 'POST', async ({ params, body }) => {
+      await sessions.get(params.id).connectBrowserTransport(validate.connectBrowserTransport(body));
       return { connected: true };
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/produce$/, handler: ([id]) => async (_req, body) => {
+    }),
+    json200('/v1/sessions/{id}/produce', 'POST', async ({ params, body }) => {
       const b = validate.produce(body);
-      return sessions.get(id).produce(b.rtpParameters, b.transportId);
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/consume$/, handler: ([id]) => async (_req, body) => {
+      return sessions.get(params.id).produce(b.rtpParameters, b.transportId);
+    }),
+    json200('/v1/sessions/{id}/consume', 'POST', async ({ params, body }) => {
       const b = validate.consume(body);
-      return sessions.get(id).consume(b.rtpCapabilities, b.transportId);
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/consumer\/resume$/, handler: ([id]) => async () => {
-      await sessions.get(id).resumeConsumer();
+      return sessions.get(params.id).consume(b.rtpCapabilities, b.transportId);
+    }),
+    json200('/v1/sessions/{id}/consumer/resume', 'POST', async ({ params }) => {
+      await sessions.get(params.id).resumeConsumer();
       return { resumed: true };
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/far-end$/, handler: ([id]) => async (_req, body) => {
+    }),
+    json200('/v1/sessions/{id}/far-end', 'POST', async ({ params, body }) => {
       validate.attachFarEnd(body);
-      return sessions.get(id).attachSandboxFarEnd();
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs$/, handler: ([id]) => async (_req, body) => {
-      return sessions.get(id).createCarrierLeg(validate.createCarrierLeg(body).legId);
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs\/([^/]+)\/connect$/, handler: ([id, legId]) => async (_req, body) => {
-      await sessions.get(id).connectCarrierLeg(legId, validate.connectCarrierLeg(body));
+      return sessions.get(params.id).attachSandboxFarEnd();
+    }),
+    json200('/v1/sessions/{id}/carrier-legs', 'POST', async ({ params, body }) =>
+      sessions.get(params.id).createCarrierLeg(validate.createCarrierLeg(body).legId)),
+    json200('/v1/sessions/{id}/carrier-legs/{legId}/connect', 'POST', async ({ params, body }) => {
+      await sessions.get(params.id).connectCarrierLeg(params.legId, validate.connectCarrierLeg(body));
       return { connected: true };
-    } },
-    { method: 'DELETE', pattern: /^\/v1\/sessions\/([^/]+)\/carrier-legs\/([^/]+)$/, handler: ([id, legId]) => async () => {
+    }),
+    json200('/v1/sessions/{id}/carrier-legs/{legId}', 'DELETE', async ({ params: { id, legId } }) => {
       await sessions.get(id).closeCarrierLeg(legId);
       return { legId, closed: true };
-    } },
-    { method: 'POST', pattern: /^\/v1\/sessions\/([^/]+)\/bridge$/, handler: ([id]) => async (_req, body) => {
+    }),
+    json200('/v1/sessions/{id}/bridge', 'POST', async ({ params, body }) => {
       const { legs } = validate.bridge(body);
-      await sessions.get(id).bridge(legs[0], legs[1]);
+      await sessions.get(params.id).bridge(legs[0], legs[1]);
       return { bridged: true };
-    } },
-    { method: 'GET', pattern: /^\/v1\/sessions\/([^/]+)\/stats$/, handler: ([id]) => async () => sessions.get(id).stats() },
-    { method: 'GET', pattern: /^\/v1\/workers$/, handler: () => async () => ({ processPid: process.pid, instanceId, workers: pool.list() }) satisfies WorkersInfo },
+    }),
+    json200('/v1/sessions/{id}/stats', 'GET', async ({ params }) => sessions.get(params.id).stats()),
+    json200('/v1/workers', 'GET', async () => ({ processPid: process.pid, instanceId, workers: pool.list() }) satisfies WorkersInfo),
+    { method: 'GET', path: '/v1/events', stream: true, handle: ({ req, res }) => openEventStream(req, res) },
+    { method: 'GET', path: '/healthz', open: true,
+      handle: async (x) => { x.answer = json(200, { status: 'ok', proc: 'media', workers: pool.pids.length, sessions: sessions.size }); } },
+    ...(o.ops ?? []).map((r): ControlRoute => ({ method: r.method, path: r.path, open: true, metricsToken: r.metricsToken,
+      handle: async (x) => { x.answer = await r.answer(); } })),
   ];
 
   const openEventStream = (req: IncomingMessage, res: ServerResponse) => {
@@ -131,45 +164,67 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
     res.once('close', () => streams.delete(res));
   };
 
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://media');
-    if (url.pathname === '/healthz' && req.method === 'GET') {
-      send(res, 200, { status: 'ok', proc: 'media', workers: pool.pids.length, sessions: sessions.size });
-      return;
-    }
-    if (o.ops?.(req, res, url.pathname)) return;
-    const auth = Buffer.from(req.headers.authorization ?? '');
+  // The stages, compiled per route: the control secret (not on open routes), the metrics token (/metrics), the
+  // JSON body (routes that take one), the handler.
+  const secretStage: StagePlan<ControlRoute, ControlRequest> = (route) => (route.open ? undefined : {
+    name: 'control-secret',
+    run(x) { checkSecret(x.authorization); },
+  });
+  const bodyStage: StagePlan<ControlRoute, ControlRequest> = (route) => (route.open || route.stream ? undefined : {
+    name: 'body',
+    run: (x) => readNodeBody(x.req, MAX_BODY_BYTES).then(({ body, tooBig }) => { x.body = parseJson(body, tooBig); }),
+  });
+  const handlerStage: StagePlan<ControlRoute, ControlRequest> = (route) => ({
+    name: 'handler',
+    run(x) {
+      if (x.answer) return;
+      const pending = route.handle(x);
+      if (!route.open && pending) return pending.then((result) => { x.answer = json(200, result); });
+      return pending as Promise<void> | void;
+    },
+  });
+  const pipeline = new Pipeline<ControlRoute, ControlRequest>([secretStage, metricsTokenStage, bodyStage, handlerStage]);
+  for (const r of routes) pipeline.add(r);
+
+  const checkSecret = (authorization: string | undefined) => {
+    const auth = Buffer.from(authorization ?? '');
     if (auth.length !== secret.length || !timingSafeEqual(auth, secret)) {
-      sendError(res, new ControlError('unauthorized', 'the media control API needs Authorization: Bearer <MEDIA_CONTROL_SECRET>'));
-      req.resume();
-      return;
+      throw new ControlError('unauthorized', 'the media control API needs Authorization: Bearer <MEDIA_CONTROL_SECRET>');
     }
-    if (url.pathname === '/v1/events') {
-      if (req.method !== 'GET') { sendError(res, new ControlError('method_not_allowed', 'GET only')); return; }
-      openEventStream(req, res);
-      return;
+  };
+
+  const fail = (x: ControlRequest, err: unknown, path: string) => {
+    x.req.resume(); // a body nobody reads is drained, so the connection stays usable
+    const e = asControlError(err);
+    if (e.status >= 500) log.error({ err, path }, 'control request failed');
+    send(x.res, json(e.status, errorBody(e)), e.headers);
+  };
+
+  const server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://media').pathname;
+    const x: ControlRequest = { req, res, params: {}, authorization: req.headers.authorization, body: undefined, answer: null };
+    const match = pipeline.match(req.method ?? 'GET', path);
+    if (!match || 'allowed' in match) {
+      // The secret first: without it nothing about the API's paths is told.
+      try {
+        checkSecret(x.authorization);
+      } catch (err) {
+        return fail(x, err, path);
+      }
+      return fail(x, match
+        ? new ControlError('method_not_allowed', `${req.method} is not allowed on ${path}`, undefined, { Allow: match.allowed.join(', ') })
+        : new ControlError('not_found', `no route ${path}`), path);
     }
-    let matchedPath = false;
-    for (const route of routes) {
-      const m = route.pattern.exec(url.pathname);
-      if (!m) continue;
-      matchedPath = true;
-      if (route.method !== req.method) continue;
-      const params = m.slice(1).map((p) => decodeURIComponent(p));
-      readJson(req).then((body) => route.handler(params)(req, body)).then(
-        (result) => send(res, 200, result),
-        (err) => {
-          const e = asControlError(err);
-          if (e.status >= 500) log.error({ err, path: url.pathname }, 'control request failed');
-          sendError(res, e);
-        },
-      );
-      return;
+    x.params = match.params;
+    const done = () => { if (x.answer) send(res, x.answer); };
+    let pending: void | Promise<void>;
+    try {
+      pending = runStages(pipeline.stagesOf(match.route), x);
+    } catch (err) {
+      return fail(x, err, path);
     }
-    sendError(res, matchedPath
-      ? new ControlError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}`)
-      : new ControlError('not_found', `no route ${url.pathname}`));
-    req.resume();
+    if (pending) pending.then(done, (err) => fail(x, err, path));
+    else done();
   });
   server.keepAliveTimeout = 30_000;
 
@@ -191,27 +246,16 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
   };
 }
 
-/** The request's JSON body (undefined when empty); a body that is not JSON is a 400. */
-function readJson(req: IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(c); // past the limit the rest is read and dropped, then refused
-    });
-    req.on('end', () => {
-      if (size > MAX_BODY_BYTES) { reject(new ControlError('payload_too_large', `the body exceeds ${MAX_BODY_BYTES} bytes`)); return; }
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (!text.trim()) { resolve(undefined); return; }
-      try {
-        resolve(JSON.parse(text));
-      } catch {
-        reject(new ControlError('validation_error', 'the body is not valid JSON', { body: 'is not valid JSON' }));
-      }
-    });
-    req.on('error', reject);
-  });
+/** The request's JSON body (undefined when empty); a body that is not JSON is a 400, one over the limit a 413. */
+function parseJson(body: Buffer | null, tooBig: boolean): unknown {
+  if (tooBig) throw new ControlError('payload_too_large', `the body exceeds ${MAX_BODY_BYTES} bytes`);
+  const text = body ? body.toString('utf8') : '';
+  if (!text.trim()) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ControlError('validation_error', 'the body is not valid JSON', { body: 'is not valid JSON' });
+  }
 }
 
 /** mediasoup rejects bad parameters with TypeError (also for the worker's own checks) and wrong states with
@@ -226,13 +270,7 @@ function asControlError(err: unknown): ControlError {
   return new ControlError('internal_error', 'the media process failed to carry out the request');
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, a: PlainAnswer, extra?: Record<string, string>): void {
   if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-function sendError(res: ServerResponse, e: ControlError): void {
-  const body: ControlErrorBody = { error: { code: e.code, message: e.message, ...(e.fields ? { fields: e.fields } : {}) } };
-  send(res, e.status, body);
+  res.writeHead(a.status, { ...a.headers, ...extra, 'content-length': Buffer.byteLength(a.body) }).end(a.body);
 }

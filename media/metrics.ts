@@ -3,13 +3,12 @@
 // producers are found through mediasoup's observer events, so every one is seen, whichever code created it.
 // Packet counts come from producer getStats every STATS_SAMPLE_MS and at each scrape: the growth since the previous
 // sample is added to the counters, so they keep counting after a producer closes (losing at most its last interval).
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { types } from 'mediasoup';
 import type { Logger } from '../shared/log.ts';
-import { METRICS_UNAUTHORIZED, metricsAuthorized } from '../shared/metrics/endpoint.ts';
+import { readinessAnswer, type OpsRoute } from '../shared/http/ops.ts';
 import { gaugeLines, PROMETHEUS_CONTENT_TYPE } from '../shared/metrics/exposition.ts';
 import { processCounter, renderProcessMetrics } from '../shared/metrics/process-metrics.ts';
-import { readinessReply, withParts } from '../shared/readiness.ts';
+import { withParts } from '../shared/readiness.ts';
 import { mediasoup } from './mediasoup.ts';
 import type { MediaSessions } from './sessions.ts';
 import type { MediaWorkerPool } from './worker-pool.ts';
@@ -87,25 +86,14 @@ export class MediaMetrics {
   close(): void { clearInterval(this.timer); }
 }
 
-/** /readyz and /metrics of the media process (no secret needed; /metrics needs METRICS_TOKEN when set). Answers
- *  true when it handled the request. */
-export function mediaOpsRoutes(o: { metrics: MediaMetrics; pool: MediaWorkerPool; sessions: MediaSessions; token: string | null; log: Logger }) {
+/** /readyz and /metrics of the media process (no secret needed; /metrics needs METRICS_TOKEN when set), as
+ *  routes the control server registers beside its own. */
+export function mediaOpsRoutes(o: { metrics: MediaMetrics; pool: MediaWorkerPool; sessions: MediaSessions; token: string | null; log: Logger }): OpsRoute[] {
   const ready = withParts(null, { mediasoup_workers: () => (o.pool.pids.length > 0 ? 'ok' : 'down') });
-  return (req: IncomingMessage, res: ServerResponse, path: string): boolean => {
-    if (req.method !== 'GET') return false;
-    if (path === '/readyz') {
-      void ready().then((r) => { const { status, body } = readinessReply(r); res.writeHead(status, { 'content-type': 'application/json' }).end(body); });
-      return true;
-    }
-    if (path !== '/metrics') return false;
-    if (!metricsAuthorized(o.token, req.headers.authorization)) {
-      res.writeHead(METRICS_UNAUTHORIZED.status, METRICS_UNAUTHORIZED.headers).end(METRICS_UNAUTHORIZED.body);
-      return true;
-    }
-    o.metrics.render(o.pool, o.sessions).then(
-      (text) => res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE }).end(text),
-      (err) => { o.log.error({ err }, 'metrics failed'); res.writeHead(500).end(); },
-    );
-    return true;
-  };
+  return [
+    { method: 'GET', path: '/readyz', answer: () => ready().then(readinessAnswer) },
+    { method: 'GET', path: '/metrics', metricsToken: o.token, answer: () => o.metrics.render(o.pool, o.sessions).then(
+      (text) => ({ status: 200, headers: { 'content-type': PROMETHEUS_CONTENT_TYPE }, body: text }),
+      (err) => { o.log.error({ err }, 'metrics failed'); return { status: 500, headers: {}, body: '' }; }) },
+  ];
 }

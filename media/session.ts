@@ -6,6 +6,11 @@
 // The carrier side is the telephone network, which speaks G.711: the far end sends and receives audio/PCMU, and
 // since mediasoup forwards and never transcodes, the browser must produce PCMU too for its audio to reach a
 // carrier leg (the router lists PCMU first, so mediasoup-client picks it by default).
+// A `sip` session has no sandbox far end: its far ends are its SIP legs. With a browser in it (paths A and B) the
+// browser's far end is the session's SIP leg: the browser's producer plays out of that leg and the leg's producer
+// (pinned to PCMU before the answer, since the browser consumes at once) is what the browser consumes. When the
+// browser consumes before the workers placed the leg, the leg's port is made then and the leg takes it over.
+// A recorded `sip` session (media/recorder.ts) mixes every producer into a WAV.
 // Closing the session closes the router, which closes every transport, producer and consumer in it.
 import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -16,7 +21,10 @@ import type {
 } from '../shared/media/protocol.ts';
 import { PCMU_PAYLOAD_TYPE } from '../shared/media/rtp.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
+import { sipRecordingFile } from '../shared/calls/recording-store.ts';
+import type { Logger } from '../shared/log.ts';
 import { ControlError } from './errors.ts';
+import { CallRecorder } from './recorder.ts';
 import { SandboxFarEnd } from './sandbox-far-end.ts';
 import { SipLeg } from './sip-leg.ts';
 import type { MediaWorkerPool } from './worker-pool.ts';
@@ -65,6 +73,11 @@ export class MediaSession extends EventEmitter<SessionEvents> {
   private farEnd: SandboxFarEnd | null = null;
   /** A `sip` session's carrier legs, by leg id. */
   private readonly sipLegs = new Map<string, SipLeg>();
+  /** The browser's far end made before the SIP leg existed (no leg id yet): the session's first leg takes it. */
+  private pendingLeg: SipLeg | null = null;
+  private recorder: CallRecorder | null = null;
+  /** Settles once the session's recording (if any) is complete on disk after close(). */
+  finished: Promise<void> = Promise.resolve();
   private readonly maxDurationTimer: NodeJS.Timeout;
   /** Requests on one session run one at a time: each checks the state the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -163,6 +176,8 @@ export class MediaSession extends EventEmitter<SessionEvents> {
       this.browserProducer = await browser.transport.produce({ kind: 'audio', rtpParameters: rtpParameters as types.RtpParameters });
       try {
         await this.connectCarrierConsumer();
+        await this.linkBrowserToSipLeg();
+        await this.recorder?.add(this.browserProducer.id, 'audio/PCMU');
       } catch (err) {
         this.browserProducer.close();
         this.browserProducer = null;
@@ -176,14 +191,14 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     return this.serial(async () => {
       const browser = this.requireBrowser(transportId);
       if (this.browserConsumer) throw new ControlError('conflict', 'the browser already consumes the far end in this session');
-      if (!this.carrierProducer) throw new ControlError('conflict', 'a sip session has no sandbox far end for the browser to hear');
+      const farProducerId = this.carrierProducer?.id ?? await this.browserSipLegProducer();
       const caps = rtpCapabilities as types.RtpCapabilities;
-      if (!this.router.canConsume({ producerId: this.carrierProducer.id, rtpCapabilities: caps })) {
+      if (!this.router.canConsume({ producerId: farProducerId, rtpCapabilities: caps })) {
         throw new ControlError('codec_mismatch', 'the far end sends audio/PCMU, which these rtpCapabilities cannot receive', { rtpCapabilities: 'must include audio/PCMU' });
       }
-      const consumer = await browser.transport.consume({ producerId: this.carrierProducer.id, rtpCapabilities: caps, paused: true });
+      const consumer = await browser.transport.consume({ producerId: farProducerId, rtpCapabilities: caps, paused: true });
       this.browserConsumer = consumer;
-      return { id: consumer.id, producerId: this.carrierProducer.id, kind: 'audio', rtpParameters: consumer.rtpParameters as unknown as MediasoupObject, paused: consumer.paused };
+      return { id: consumer.id, producerId: farProducerId, kind: 'audio', rtpParameters: consumer.rtpParameters as unknown as MediasoupObject, paused: consumer.paused };
     });
   }
 
@@ -266,16 +281,28 @@ export class MediaSession extends EventEmitter<SessionEvents> {
       if (this.carrierTransport) throw new ControlError('conflict', 'carrier legs belong to sip sessions (create the session with carrier "sip")');
       const existing = this.sipLegs.get(legId);
       if (existing) return existing.created(false);
+      if (this.pendingLeg) {
+        const leg = this.pendingLeg;
+        this.pendingLeg = null;
+        leg.legId = legId;
+        this.sipLegs.set(legId, leg);
+        return leg.created(true);
+      }
       const leg = await SipLeg.create(this.router, legId, this.settings);
       if (this.closed) { leg.close(); throw new ControlError('not_found', 'the session closed'); }
       this.sipLegs.set(legId, leg);
+      await this.linkBrowserToSipLeg();
       return leg.created(true);
     });
   }
 
   /** The far end answered: relay and produce its audio. */
   connectCarrierLeg(legId: string, far: CarrierLegConnect): Promise<void> {
-    return this.serial(async () => { await this.requireSipLeg(legId).connect(far); });
+    return this.serial(async () => {
+      const leg = this.requireSipLeg(legId);
+      await leg.connect(far);
+      await this.recorder?.add(leg.producerId!, leg.codec!);
+    });
   }
 
   /** Closes one carrier leg (its port is freed); a leg already gone is not an error. */
@@ -307,10 +334,53 @@ export class MediaSession extends EventEmitter<SessionEvents> {
     this.closed = true;
     clearTimeout(this.maxDurationTimer);
     this.farEnd?.close();
+    this.pendingLeg?.close();
+    if (this.recorder) this.finished = this.recorder.close();
     for (const leg of this.sipLegs.values()) leg.close();
     this.sipLegs.clear();
     if (!this.router.closed) this.router.close();
     this.emit('closed', reason);
+  }
+
+  /** Starts recording a `sip` session (idempotent): what is already produced, then every producer to come. */
+  startRecording(log: Logger): Promise<void> {
+    return this.serial(async () => {
+      if (this.recorder) return;
+      if (this.carrierTransport) throw new ControlError('conflict', 'only sip sessions record their RTP (sandbox recordings are rendered by the gateway)');
+      const recorder = await CallRecorder.open(this.router, sipRecordingFile(this.settings.recordingsDir, this.callId), log);
+      if (this.closed) { await recorder.close(); throw new ControlError('not_found', 'the session closed'); }
+      this.recorder = recorder;
+      for (const leg of this.sipLegs.values()) if (leg.producerId) await recorder.add(leg.producerId, leg.codec!);
+      if (this.browserProducer) await recorder.add(this.browserProducer.id, 'audio/PCMU');
+    });
+  }
+
+  /** The SIP leg a browser talks through: the session's first leg, or the one made for it before the leg existed. */
+  private browserSipLeg(): SipLeg | null {
+    return this.sipLegs.values().next().value ?? this.pendingLeg;
+  }
+
+  /** The browser's far end's producer in a `sip` session: its SIP leg's, pinned to PCMU (the browser's codec). */
+  private async browserSipLegProducer(): Promise<string> {
+    let leg = this.browserSipLeg();
+    if (!leg) {
+      leg = await SipLeg.create(this.router, `pending-${this.callId}`, this.settings);
+      if (this.closed) { leg.close(); throw new ControlError('not_found', 'the session closed'); }
+      this.pendingLeg = leg;
+    }
+    await leg.pin('audio/PCMU');
+    await this.recorder?.add(leg.producerId!, 'audio/PCMU');
+    return leg.producerId!;
+  }
+
+  /** Once a browser produces and its SIP leg exists, the browser's audio plays out of that leg. */
+  private async linkBrowserToSipLeg(): Promise<void> {
+    const leg = this.browserSipLeg();
+    if (!leg || !this.browserProducer || this.carrierTransport) return;
+    this.assertCarrierCanCarry(this.browserProducer);
+    await leg.pin('audio/PCMU');
+    await this.recorder?.add(leg.producerId!, 'audio/PCMU');
+    await leg.consumeProducer(this.router, 'browser', this.browserProducer.id, 'audio/PCMU');
   }
 
   /** Once the browser produces and the far end is attached, the browser's audio flows to the far end. */

@@ -20,7 +20,14 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
 
   get size(): number { return this.sessions.size; }
 
-  async create(callId: string, maxDurationMs?: number, carrier: 'sandbox' | 'sip' = 'sandbox'): Promise<{ session: MediaSession; created: boolean }> {
+  async create(callId: string, maxDurationMs?: number, carrier: 'sandbox' | 'sip' = 'sandbox', record = false): Promise<{ session: MediaSession; created: boolean }> {
+    const made = await this.createOnce(callId, maxDurationMs, carrier);
+    // A recording that cannot start (e.g. RECORDINGS_DIR not writable) does not stop the call: it is logged.
+    if (record) await made.session.startRecording(this.log).catch((err) => this.log.error({ err, callId }, 'the call cannot be recorded'));
+    return made;
+  }
+
+  private async createOnce(callId: string, maxDurationMs: number | undefined, carrier: 'sandbox' | 'sip'): Promise<{ session: MediaSession; created: boolean }> {
     const pending = this.creating.get(callId);
     const existing = this.sessions.get(callId) ?? (pending && await pending);
     if (existing) {
@@ -52,7 +59,10 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
 
   list(): MediaSession[] { return [...this.sessions.values()]; }
 
-  closeAll(reason: SessionCloseReason): void {
-    for (const s of this.list()) s.close(reason);
+  /** Closes every session; settles once their recordings are complete on disk. */
+  async closeAll(reason: SessionCloseReason): Promise<void> {
+    const all = this.list();
+    for (const s of all) s.close(reason);
+    await Promise.all(all.map((s) => s.finished));
   }
 }

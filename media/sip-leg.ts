@@ -3,7 +3,9 @@
 // producer (the codec the answer chose, the relay's SSRC). A bridge (consumeFrom) makes another leg's producer play
 // out of this leg: both legs are G.711 and mediasoup never transcodes, so they must share the codec.
 import { randomInt } from 'node:crypto';
+import { BlockList } from 'node:net';
 import type { types } from 'mediasoup';
+import { parseCidr } from '../shared/config.ts';
 import type { CarrierLegConnect, CarrierLegCreated, CarrierLegStats, G711 } from '../shared/media/protocol.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
 import { ControlError } from './errors.ts';
@@ -18,6 +20,8 @@ const capabilitiesOf = (mimeType: G711): types.RtpCapabilities => ({
 });
 
 export class SipLeg {
+  /** Mutable once: a leg made for a browser before its SIP leg existed takes that leg's id (MediaSession). */
+  legId: string;
   private producer: types.Producer | null = null;
   private mimeType: G711 | null = null;
   /** What this leg plays to its far end, by the leg it comes from. */
@@ -25,12 +29,12 @@ export class SipLeg {
   private farEnd: CarrierLegConnect | null = null;
 
   private constructor(
-    readonly legId: string,
+    legId: string,
     private readonly transport: types.PlainTransport,
     private readonly relay: RtpRelay,
     private readonly ssrc: number,
     private readonly announcedIp: string,
-  ) {}
+  ) { this.legId = legId; }
 
   static async create(router: types.Router, legId: string, settings: MediaSettings): Promise<SipLeg> {
     const ssrc = randomInt(1, 0xffffffff);
@@ -55,42 +59,69 @@ export class SipLeg {
   /** The answer arrived: relay to and from the far end, and produce what it sends. Repeating it with the same far
    *  end is a no-op; with another one a conflict (the relay pins one far end). */
   async connect(far: CarrierLegConnect): Promise<void> {
+    if (far.allow && !far.allow.every((c) => parseCidr(c))) throw new ControlError('validation_error', 'allow must list addresses or CIDR networks');
     if (this.farEnd) {
       if (JSON.stringify(this.farEnd) === JSON.stringify(far)) return;
       throw new ControlError('conflict', `carrier leg ${this.legId} is connected to another far end already`);
     }
-    const payloadType = G711_PAYLOAD_TYPES[far.mimeType];
+    await this.pin(far.mimeType);
+    this.farEnd = far;
+    const tuple = this.transport.tuple;
+    const allow = far.allow ? allowList(far.allow) : null;
+    this.relay.connect({ ip: far.ip, port: far.port, rtcpPort: far.rtcpPort ?? far.port + 1, payloadType: G711_PAYLOAD_TYPES[far.mimeType], allow }, { ip: tuple.localIp, port: tuple.localPort });
+  }
+
+  /** Declares the far end's audio as a producer of this codec before the answer (a browser consumes it from the
+   *  start); the answer must then choose the same codec. Idempotent per codec. */
+  async pin(mimeType: G711): Promise<void> {
+    if (this.producer) {
+      if (this.mimeType !== mimeType) throw new ControlError('codec_mismatch', `carrier leg ${this.legId} carries ${this.mimeType}, not ${mimeType}: mediasoup does not transcode`);
+      return;
+    }
     this.producer = await this.transport.produce({
       kind: 'audio',
       rtpParameters: {
-        codecs: [{ mimeType: far.mimeType, payloadType, clockRate: 8000 }],
+        codecs: [{ mimeType, payloadType: G711_PAYLOAD_TYPES[mimeType], clockRate: 8000 }],
         encodings: [{ ssrc: this.ssrc }],
         rtcp: { cname: `sip-${this.legId}` },
       },
     });
-    this.mimeType = far.mimeType;
-    this.farEnd = far;
-    const tuple = this.transport.tuple;
-    this.relay.connect({ ip: far.ip, port: far.port, rtcpPort: far.rtcpPort ?? far.port + 1, payloadType }, { ip: tuple.localIp, port: tuple.localPort });
+    this.mimeType = mimeType;
   }
 
   /** Plays `source`'s far end to this leg's far end (one direction of a bridge). Idempotent per source. */
   async consumeFrom(router: types.Router, source: SipLeg): Promise<void> {
-    if (this.consumers.has(source.legId)) return;
-    if (!source.producer || !this.mimeType) throw new ControlError('conflict', 'both carrier legs must be connected (answered) before they are bridged');
+    if (!source.producer) throw new ControlError('conflict', 'both carrier legs must be connected (answered) before they are bridged');
+    await this.consumeProducer(router, source.legId, source.producer.id, source.mimeType!);
+  }
+
+  /** Plays a producer of the router (another leg's, or a browser's under `key`) to this leg's far end. */
+  async consumeProducer(router: types.Router, key: string, producerId: string, sourceMimeType: string): Promise<void> {
+    if (this.consumers.has(key)) return;
+    if (!this.mimeType) throw new ControlError('conflict', 'both carrier legs must be connected (answered) before they are bridged');
     const caps = capabilitiesOf(this.mimeType);
-    if (!router.canConsume({ producerId: source.producer.id, rtpCapabilities: caps })) {
-      throw new ControlError('codec_mismatch', `leg ${source.legId} sends ${source.mimeType} and leg ${this.legId} takes ${this.mimeType}: mediasoup does not transcode`);
+    if (!router.canConsume({ producerId, rtpCapabilities: caps })) {
+      throw new ControlError('codec_mismatch', `${key} sends ${sourceMimeType} and leg ${this.legId} takes ${this.mimeType}: mediasoup does not transcode`);
     }
-    this.consumers.set(source.legId, await this.transport.consume({ producerId: source.producer.id, rtpCapabilities: caps }));
+    this.consumers.set(key, await this.transport.consume({ producerId, rtpCapabilities: caps }));
   }
 
   async stats(): Promise<CarrierLegStats> {
-    return { legId: this.legId, connected: this.relay.connected, codec: this.mimeType, ...this.relay.counters };
+    return { legId: this.legId, connected: this.relay.connected, codec: this.mimeType, ...this.relay.counters, latched: this.relay.latched };
   }
 
   close(): void {
     this.relay.close();
     if (!this.transport.closed) this.transport.close();
   }
+}
+
+/** SIP_TRUNK_ALLOW's networks as a BlockList (checked: connect() refuses a list that does not parse). */
+function allowList(cidrs: string[]): BlockList {
+  const list = new BlockList();
+  for (const s of cidrs) {
+    const c = parseCidr(s)!;
+    list.addSubnet(c.address, c.prefix, c.family);
+  }
+  return list;
 }

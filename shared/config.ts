@@ -1,8 +1,8 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
 import { isIP } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import sipLib from 'sip';
+import { loadMediaSettings, type MediaSettings } from './media/settings.ts';
+import { recordingsDirOf } from './calls/recording-store.ts';
 /** Settings of the production (LiveKit) carrier; present exactly when CARRIER=livekit. */
 export interface LiveKitSettings {
   /** Server URL, e.g. https://my-project.livekit.cloud */
@@ -81,7 +81,8 @@ export interface MetricsSettings {
   token: string | null;
 }
 
-/** Fault injection for the crash tests only (each process SIGKILLs itself at one point); unset in production. */
+/** Fault injection for the crash tests only (each process SIGKILLs itself at one point), and the test suite's
+ *  response check; unset in production. */
 export interface FaultSettings {
   /** GATEWAY_FAULT=kill-after-commit: after a keyed request's effect committed, before its response is stored. */
   gateway: 'kill-after-commit' | null;
@@ -93,6 +94,9 @@ export interface FaultSettings {
   optimizeRollup: 'kill-after-read' | 'kill-after-commit' | null;
   /** ACCOUNT_NOTICE_FAULT_DELAY_MS: account change notices reach this process that much later. */
   accountNoticeDelayMs: number;
+  /** RESPONSE_SCHEMA_CHECK=1 (the test suite sets it): the gateway validates every JSON answer against the route's
+   *  declared response schema for its status and answers 500 on a mismatch (gateway/http/response-check.ts). */
+  responseSchemaCheck: boolean;
 }
 
 function faultSettings(env: NodeJS.ProcessEnv): FaultSettings {
@@ -109,6 +113,7 @@ function faultSettings(env: NodeJS.ProcessEnv): FaultSettings {
     outboxRelay: pick('OUTBOX_RELAY_FAULT', ['kill-after-enqueue'] as const),
     optimizeRollup: pick('OPTIMIZE_ROLLUP_FAULT', ['kill-after-read', 'kill-after-commit'] as const),
     accountNoticeDelayMs: int('ACCOUNT_NOTICE_FAULT_DELAY_MS', 0, env),
+    responseSchemaCheck: env.RESPONSE_SCHEMA_CHECK === '1',
   };
 }
 
@@ -169,6 +174,8 @@ export interface Config {
   metrics: MetricsSettings;
   /** SIGNALING_MEDIA=off: signaling carries no media even where the carrier could (tests of the call flow, a bench). */
   signalingMedia: boolean;
+  /** The media process's settings and its control API's address and secret (signaling's client), MEDIA_*. */
+  media: MediaSettings;
   faults: FaultSettings;
 }
 
@@ -288,6 +295,8 @@ export interface SipSettings {
   userFormat: 'e164' | 'digits';
   /** SIP_PRICE_PER_MINUTE_CENTS: price of one started minute of one answered leg (default 2). */
   pricePerMinuteCents: number;
+  /** SIP_INBOUND_RING_SECONDS: how long an inbound call rings the browsers before it is answered 480 (default 30, 1..300). */
+  inboundRingSeconds: number;
 }
 
 function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
@@ -332,6 +341,7 @@ function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
     allow,
     userFormat: oneOf('SIP_USER_FORMAT', ['e164', 'digits'], env),
     pricePerMinuteCents: price,
+    inboundRingSeconds: numberSetting('SIP_INBOUND_RING_SECONDS', 30, env, (n) => Number.isInteger(n) && n >= 1 && n <= 300, 'a whole number of seconds in 1..300'),
   };
 }
 
@@ -355,6 +365,20 @@ function metricsSettings(env: NodeJS.ProcessEnv): MetricsSettings {
   return { host: env.METRICS_HOST || '127.0.0.1', port: int('METRICS_PORT', 8084, env), token };
 }
 
+/** DATABASE_URL; a URL that names no user logs in as PGUSER when set (as libpq does), else as the OS user (db.ts). */
+function databaseUrlSetting(env: NodeJS.ProcessEnv): string {
+  const raw = env.DATABASE_URL || 'postgres://127.0.0.1:5432/openline';
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new Error(`DATABASE_URL must be a postgres:// URL, got "${raw}"`);
+  }
+  if (u.username || !env.PGUSER) return raw;
+  u.username = encodeURIComponent(env.PGUSER);
+  return u.toString();
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const scale = env.SANDBOX_TIME_SCALE ? Number(env.SANDBOX_TIME_SCALE) : 1;
   if (!(scale > 0)) throw new Error(`SANDBOX_TIME_SCALE must be a positive number, got "${env.SANDBOX_TIME_SCALE}"`);
@@ -366,7 +390,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit' && carrier !== 'sip') throw new Error(`CARRIER must be sandbox, livekit or sip, got "${carrier}"`);
   return {
-    databaseUrl: env.DATABASE_URL || 'postgres://127.0.0.1:5432/openline',
+    databaseUrl: databaseUrlSetting(env),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'ol',
     port: int('PORT', 8080, env),
@@ -387,7 +411,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     carrier,
     livekit: carrier === 'livekit' ? liveKitSettings(env) : null,
     sip: carrier === 'sip' ? sipSettings(env) : null,
-    recordingsDir: env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings'),
+    recordingsDir: recordingsDirOf(env),
     recordingStreamsMax: positiveInt('RECORDING_STREAMS_MAX', 32, env),
     clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),
     clientTokenPreviousSecret: secretSetting('CLIENT_TOKEN_PREVIOUS_SECRET', env),
@@ -404,6 +428,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     metrics: metricsSettings(env),
     signalingMedia: env.SIGNALING_MEDIA !== 'off',
+    media: loadMediaSettings(env),
     faults: faultSettings(env),
   };
 }

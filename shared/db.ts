@@ -21,11 +21,11 @@ export function createDb(url: string, max = 10, owner = 'openline') {
   return pgp({ connectionString: withUser(url), max, allowExitOnIdle: true, application_name: n === 1 ? owner : `${owner}#${n}` });
 }
 
-/** The role a URL logs in as: its user, else (as libpq does) PGUSER or the login name; node-postgres needs $USER
- *  for that, which service environments often lack. */
+/** The role a URL logs in as: its user, else (as libpq does) the login name; node-postgres needs $USER for that,
+ *  which service environments often lack. PGUSER is put into the URL by loadConfig (shared/config.ts). */
 export function databaseUser(url: string): string {
   const u = new URL(url);
-  return decodeURIComponent(u.username) || process.env.PGUSER || userInfo().username;
+  return decodeURIComponent(u.username) || userInfo().username;
 }
 
 function withUser(url: string): string {

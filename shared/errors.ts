@@ -1,89 +1,87 @@
-// The one error type of the platform. Every code the reference names is listed here once, with its HTTP status
-// and (for call-related codes) its category; the gateway maps an ApiError to the error envelope in one place.
+// The one error type of the domain. Every code the reference names is listed here once, with its category (call
+// codes) and whether the same request may succeed later. The domain knows no HTTP: a code's status lives in one
+// table at the HTTP edge (shared/http/error-status.ts), which turns a DomainError into the error envelope.
 
 export type ErrorCategory =
   | 'invalid_request' | 'compliance_block' | 'account_limit' | 'unreachable' | 'voicemail' | 'provider_error';
 
-interface CodeSpec { status: number; category?: ErrorCategory; retryable?: boolean }
+interface CodeSpec { category?: ErrorCategory; retryable?: boolean }
 
 export const ERROR_CODES = {
   // General errors (every endpoint, no category)
-  validation_error: { status: 400 },
-  unauthorized: { status: 401 },
-  forbidden: { status: 403 },
-  scope_missing: { status: 403 },
-  not_found: { status: 404 },
-  method_not_allowed: { status: 405 },
-  idempotency_conflict: { status: 409 },
-  rate_limited: { status: 429, retryable: true },
-  internal_error: { status: 500, retryable: true },
-  service_unavailable: { status: 503, retryable: true },
+  validation_error: {},
+  unauthorized: {},
+  forbidden: {},
+  scope_missing: {},
+  not_found: {},
+  method_not_allowed: {},
+  idempotency_conflict: {},
+  rate_limited: { retryable: true },
+  internal_error: { retryable: true },
+  service_unavailable: { retryable: true },
   // Synchronous call errors
-  destination_missing: { status: 400, category: 'invalid_request' },
-  destination_invalid: { status: 400, category: 'invalid_request' },
-  no_active_number: { status: 409, category: 'invalid_request' },
-  call_id_not_verified: { status: 422, category: 'invalid_request' },
-  destination_blocked: { status: 403, category: 'compliance_block' },
-  dnc_suppressed: { status: 403, category: 'compliance_block' },
-  recipient_opted_out: { status: 403, category: 'compliance_block' },
-  no_consent: { status: 403, category: 'compliance_block' },
-  outside_call_window: { status: 403, category: 'compliance_block', retryable: true },
-  day_not_allowed: { status: 403, category: 'compliance_block', retryable: true },
-  frequency_exceeded: { status: 429, category: 'compliance_block', retryable: true },
-  voice_usage_exhausted: { status: 402, category: 'account_limit' },
-  no_active_subscription: { status: 402, category: 'account_limit' },
-  spend_cap_reached: { status: 402, category: 'account_limit' },
-  no_number_available: { status: 429, category: 'account_limit', retryable: true },
-  channel_limit_exceeded: { status: 409, category: 'account_limit', retryable: true },
-  room_creation_failed: { status: 502, category: 'provider_error', retryable: true },
-  agent_dispatch_failed: { status: 502, category: 'provider_error', retryable: true },
-  sip_gateway_failed: { status: 502, category: 'provider_error', retryable: true },
-  provider_api_error: { status: 502, category: 'provider_error', retryable: true },
+  destination_missing: { category: 'invalid_request' },
+  destination_invalid: { category: 'invalid_request' },
+  no_active_number: { category: 'invalid_request' },
+  call_id_not_verified: { category: 'invalid_request' },
+  destination_blocked: { category: 'compliance_block' },
+  dnc_suppressed: { category: 'compliance_block' },
+  recipient_opted_out: { category: 'compliance_block' },
+  no_consent: { category: 'compliance_block' },
+  outside_call_window: { category: 'compliance_block', retryable: true },
+  day_not_allowed: { category: 'compliance_block', retryable: true },
+  frequency_exceeded: { category: 'compliance_block', retryable: true },
+  voice_usage_exhausted: { category: 'account_limit' },
+  no_active_subscription: { category: 'account_limit' },
+  spend_cap_reached: { category: 'account_limit' },
+  no_number_available: { category: 'account_limit', retryable: true },
+  channel_limit_exceeded: { category: 'account_limit', retryable: true },
+  room_creation_failed: { category: 'provider_error', retryable: true },
+  agent_dispatch_failed: { category: 'provider_error', retryable: true },
+  sip_gateway_failed: { category: 'provider_error', retryable: true },
+  provider_api_error: { category: 'provider_error', retryable: true },
   // Other errors
-  texting_not_ready: { status: 403 },
-  content_policy_forbidden: { status: 403 },
+  texting_not_ready: {},
+  content_policy_forbidden: {},
   // Phone-number lifecycle: the number (or every number of the area code) is held by an organization.
-  number_unavailable: { status: 409 },
+  number_unavailable: {},
   // Buying numbers with CARRIER=sip: the numbers are the trunk provider's, not the platform's to sell.
-  numbers_from_trunk: { status: 409 },
+  numbers_from_trunk: {},
+  // Importing numbers (POST /v1/phone-numbers/import) with a carrier other than the SIP trunk.
+  numbers_not_importable: {},
   // Webhook subscriptions: the same URL already subscribed to the event type (fields.conflicts_with names it), and
   // the per-organization cap (a limit like the channel limit: 409, not a 429).
-  subscription_exists: { status: 409 },
-  subscription_limit_exceeded: { status: 409 },
-  // Optimize: an illegal test state move (fields.status is the current status), a domain registered twice, a
-  // conversion for a visitor the test never assigned.
-  test_state_conflict: { status: 409 },
-  property_exists: { status: 409 },
-  visitor_not_assigned: { status: 422 },
+  subscription_exists: {},
+  subscription_limit_exceeded: {},
+  // Optimize: a domain registered twice, a conversion for a visitor the test never assigned.
+  property_exists: {},
+  visitor_not_assigned: {},
   // Caller IDs (shared/caller-ids): adding, and confirming the code of a verification call.
-  caller_id_exists: { status: 409 },
+  caller_id_exists: {},
   // A number another organization holds on the platform: refused as a caller ID when added, verified and dialed.
-  caller_id_held_elsewhere: { status: 409, category: 'invalid_request' },
-  caller_id_limit_exceeded: { status: 409 },
-  caller_id_already_verified: { status: 409 },
-  verification_not_started: { status: 409 },
-  verification_code_incorrect: { status: 422 },
-  verification_code_expired: { status: 410 },
-  verification_locked: { status: 423 },
+  caller_id_held_elsewhere: { category: 'invalid_request' },
+  caller_id_limit_exceeded: {},
+  caller_id_already_verified: {},
+  verification_not_started: {},
+  verification_code_incorrect: {},
+  verification_code_expired: {},
+  verification_locked: {},
   // CNAM: the number is released (409 naming its status).
-  cnam_number_released: { status: 409 },
-  // Contacts: the number already belongs to a live contact; a move the record's current status does not allow.
-  contact_exists: { status: 409 },
-  invalid_state: { status: 409 },
-  // Caller trust: a move the registration's or the DIR's current status does not allow (the message names it).
-  enterprise_status_conflict: { status: 409 },
-  enterprise_not_approved: { status: 409 },
-  brand_status_conflict: { status: 409 },
+  cnam_number_released: {},
+  // Contacts: the number already belongs to a live contact.
+  contact_exists: {},
+  // Caller trust: an operation that needs an APPROVED enterprise registration (a precondition, not a state move).
+  enterprise_not_approved: {},
   // Caller-trust reputation remediation (shared/caller-trust/reputation/remediation.ts).
-  own_brand_not_approved: { status: 409 },
-  number_not_flagged: { status: 409 },
-  remediation_in_progress: { status: 409 },
-  // Number Health: writes attributed to a user (Authentication rule 9), status moves, observations on live calls.
-  user_required: { status: 403 },
-  state_conflict: { status: 409 },
-  call_not_terminal: { status: 400 },
-  // SMS: a texting registration is submitted while one is pending or approved (fields.status names it).
-  texting_registration_conflict: { status: 409 },
+  own_brand_not_approved: {},
+  number_not_flagged: {},
+  remediation_in_progress: {},
+  // Number Health: writes attributed to a user (Authentication rule 9), observations on live calls.
+  user_required: {},
+  call_not_terminal: {},
+  // Every illegal state change, whatever the resource (stateConflict below): fields.entity names the resource,
+  // fields.status its current status.
+  state_conflict: {},
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -139,10 +137,11 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'from GET /v1/phone-numbers/available.',
   numbers_from_trunk: 'This platform places calls through a SIP trunk (CARRIER=sip): its numbers are bought from the '
     + 'trunk provider and brought onto the organization by an operator, not bought here.',
+  numbers_not_importable: 'Numbers are imported only with the SIP trunk carrier (CARRIER=sip); with this carrier buy them '
+    + 'with POST /v1/phone-numbers.',
   subscription_exists: 'This webhook_url is already subscribed to this event_type (fields.conflicts_with names the '
     + 'existing subscription).',
   subscription_limit_exceeded: 'The organization has reached its maximum number of webhook subscriptions; delete one first.',
-  test_state_conflict: 'The Optimize test\'s current status (fields.status) does not allow this change; see the allowed moves.',
   property_exists: 'This domain is already registered as a property of the organization (fields.conflicts_with names it).',
   visitor_not_assigned: 'The visitor was never assigned a variant of this test (the tag records an assignment when it shows '
     + 'the test to an enrolled visitor); nothing was recorded.',
@@ -158,13 +157,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   verification_locked: 'Too many wrong codes (5): the code is locked; place a new verification call.',
   cnam_number_released: 'The number is released: its caller name can no longer be changed.',
   contact_exists: 'Another live contact of the organization has this phone_number (fields.conflicts_with names it).',
-  invalid_state: 'The record\'s current status does not allow this change (fields.status names the current status).',
-  enterprise_status_conflict: 'The enterprise registration\'s current status (named in the message) does not allow this '
-    + 'move, e.g. editing a registration that is no longer a DRAFT or re-signing one that was not REJECTED.',
   enterprise_not_approved: 'This needs an APPROVED enterprise registration; the message names the primary registration\'s '
     + 'current status (or that there is none).',
-  brand_status_conflict: 'The Display Identity Record\'s current status (named in the message) does not allow this move, '
-    + 'e.g. changing or submitting it while it is under review.',
   own_brand_not_approved: 'Own-brand remediation needs an APPROVED enterprise registration (account footprint '
     + 'own_brand_enterprise); use kind umbrella until then.',
   number_not_flagged: 'The number is not flagged (MEDIUM or HIGH) on any carrier in its cached evidence; only flagged '
@@ -173,49 +167,48 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'names it and its status).',
   user_required: 'The operation is attributed to a user and the credential has no associated user (an organization-only API '
     + 'key); use a key created for a user.',
-  state_conflict: 'The resource\'s current status does not allow this change (the message names the status).',
   call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
-  texting_registration_conflict: 'The texting registration is pending or approved (fields.status); only a rejected one '
-    + 'can be submitted again.',
+  state_conflict: 'The resource\'s current status does not allow this change. fields.entity names the resource '
+    + '(optimize_test, contact_consent, contact_opt_out, enterprise_registration, brand, texting_registration, '
+    + 'number_health_session) and fields.status its current status; the message says what is allowed.',
 };
 
-export interface ApiErrorOptions {
-  status?: number;
-  category?: ErrorCategory;
+export interface DomainErrorOptions {
   fields?: Record<string, string>;
+  /** Replaces the code's own category (the per-organization call rate is an account_limit). */
+  category?: ErrorCategory;
   resolutionHint?: string;
-  headers?: Record<string, string>;
+  /** Seconds after which the same request may succeed (the HTTP edge says it as Retry-After). */
+  retryAfterSeconds?: number;
 }
 
-export class ApiError extends Error {
+/** A refusal the domain decides: a code from ERROR_CODES, a message for people, and `fields` naming what failed. */
+export class DomainError extends Error {
   readonly code: ErrorCode;
-  readonly status: number;
   readonly category?: ErrorCategory;
   readonly fields?: Record<string, string>;
   readonly resolutionHint?: string;
-  readonly headers?: Record<string, string>;
+  readonly retryAfterSeconds?: number;
 
-  constructor(code: ErrorCode, message: string, opts: ApiErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, opts: DomainErrorOptions = {}) {
     super(message);
-    const spec: CodeSpec = ERROR_CODES[code];
     this.code = code;
-    this.status = opts.status ?? spec.status;
-    this.category = opts.category ?? spec.category;
+    this.category = opts.category ?? (ERROR_CODES[code] as CodeSpec).category;
     this.fields = opts.fields;
     this.resolutionHint = opts.resolutionHint;
-    this.headers = opts.headers;
-  }
-
-  toBody() {
-    const error: Record<string, unknown> = { code: this.code, message: this.message };
-    if (this.category) error.category = this.category;
-    if (this.resolutionHint) error.resolution_hint = this.resolutionHint;
-    if (this.fields && Object.keys(this.fields).length) error.fields = this.fields;
-    return { error };
+    this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 }
 
 export const validationError = (fields: Record<string, string>, message = 'The request is invalid; see fields.') =>
-  new ApiError('validation_error', message, { fields });
+  new DomainError('validation_error', message, { fields });
 
-export const notFound = (what: string) => new ApiError('not_found', `${what} was not found.`);
+export const notFound = (what: string) => new DomainError('not_found', `${what} was not found.`);
+
+/** The resources whose illegal state changes answer state_conflict (fields.entity). */
+export type StateEntity = 'optimize_test' | 'contact_consent' | 'contact_opt_out' | 'enterprise_registration' | 'brand'
+  | 'texting_registration' | 'number_health_session';
+
+/** An illegal state change: the one code for every resource, with the resource and its current status in fields. */
+export const stateConflict = (entity: StateEntity, status: string, message: string,
+  opts: Omit<DomainErrorOptions, 'fields'> = {}) => new DomainError('state_conflict', message, { ...opts, fields: { entity, status } });

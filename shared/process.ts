@@ -2,9 +2,10 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db.ts';
+import type { QueueRegistry } from './queues/registry.ts';
 import type { Keyer } from './redis.ts';
 
-/** What every process opens once at start and hands to everything it runs. */
+/** What every process opens once at start (shared/services.ts) and hands to everything it runs. */
 export interface ProcessDeps {
   config: Config;
   db: Db;
@@ -12,14 +13,22 @@ export interface ProcessDeps {
   redis: Redis;
   key: Keyer;
   log: Logger;
+  /** The process's BullMQ queues, one per name (closed when the process stops). */
+  queues: QueueRegistry;
+}
+
+/** What a composition root (<proc>/start.ts) returns: what the ready line reports, and how to stop cleanly. */
+export interface RunningProcess {
+  info: Record<string, unknown>;
+  stop(): Promise<void>;
 }
 
 /** Runs a long-lived process: logs one health line when ready, stops gracefully once on SIGTERM or SIGINT, or when
  *  the process that started it with an IPC channel (the `npm start` supervisor) is gone, even if it was SIGKILLed. */
-export async function runProcess(log: Logger, start: () => Promise<{ info: Record<string, unknown>; stop(): Promise<void> }>) {
+export async function runProcess(log: Logger, start: () => Promise<RunningProcess>) {
   // Read before starting: a channel that closes while start() runs is gone (process.channel unset) afterwards.
   const supervised = Boolean(process.channel);
-  let running: Awaited<ReturnType<typeof start>>;
+  let running: RunningProcess;
   try {
     running = await start();
   } catch (err) {

@@ -1,7 +1,7 @@
 // A store that cannot be reached (PostgreSQL or Redis down, restarting or cut off) is an outage, not a bug: the
 // one place that tells such errors apart from every other failure, so callers answer 503 service_unavailable with
 // Retry-After (clients and load balancers back off) instead of 500 internal_error.
-import { ApiError } from './errors.ts';
+import { DomainError } from './errors.ts';
 import type { Logger } from './log.ts';
 import type { Redis } from './redis.ts';
 
@@ -40,10 +40,10 @@ export function unreachableStore(err: unknown): Store | null {
 const STORE_NAMES: Record<Store, string> = { postgres: 'The database (PostgreSQL)', redis: 'Redis' };
 
 /** The 503 answered while `store` cannot be reached (names the store, never the error's internals). */
-export function storeUnavailable(store: Store): ApiError {
-  return new ApiError('service_unavailable',
+export function storeUnavailable(store: Store): DomainError {
+  return new DomainError('service_unavailable',
     `${STORE_NAMES[store]} cannot be reached right now; retry after ${STORE_RETRY_AFTER_SECONDS} seconds.`,
-    { headers: { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) } });
+    { retryAfterSeconds: STORE_RETRY_AFTER_SECONDS });
 }
 
 /** What to log about an unreachable store: the error's code or first line, no stack. */

@@ -3,8 +3,10 @@
 export const PROTOCOL_VERSION = 1;
 
 export type ClientMessage =
-  | { type: 'hello'; v: number; ticket?: string; room_token?: string }
+  | { type: 'hello'; v: number; ticket?: string; room_token?: string; client_token?: string }
   | { type: 'hangup' }
+  // Incoming calls (signaling/incoming.ts): a socket that said hello with a client token takes one of the calls it rang.
+  | { type: 'accept'; call_id: string }
   | { type: 'ping'; id?: string | number }
   // Media negotiation (mediasoup-client on the browser), relayed to the media process. Each may carry an `id` that
   // the reply (or an `error` about it) echoes.
@@ -35,10 +37,10 @@ export type ErrorCode = keyof typeof ERRORS;
 
 const MESSAGES: Record<ErrorCode, string> = {
   bad_message: 'The message is not a JSON object of a known type with its fields.',
-  hello_required: 'The first message must be {"type":"hello","v":1,"ticket":"olwt_..."} or {"type":"hello","v":1,"room_token":"..."}.',
+  hello_required: 'The first message must be {"type":"hello","v":1,"ticket":"olwt_..."}, {"type":"hello","v":1,"room_token":"..."} or {"type":"hello","v":1,"client_token":"olct_..."}.',
   hello_timeout: 'No hello within the time allowed.',
   unsupported_version: `This server speaks protocol version ${PROTOCOL_VERSION}.`,
-  ticket_invalid: 'The ticket or room token is not valid.',
+  ticket_invalid: 'The ticket, room token or client token is not valid.',
   ticket_used: 'This ticket was already used; a ticket is good for one connection.',
   ticket_expired: 'The ticket expired before it was used.',
   ticket_revoked: 'The ticket was revoked (its call was canceled or cleaned up).',
@@ -64,8 +66,10 @@ export function parseMessage(text: string): ClientMessage | null {
     case 'hello': {
       const t = typeof m.ticket === 'string' ? 1 : 0;
       const r = typeof m.room_token === 'string' ? 1 : 0;
-      return typeof m.v === 'number' && t + r === 1 ? m : null;
+      const c = typeof m.client_token === 'string' ? 1 : 0;
+      return typeof m.v === 'number' && t + r + c === 1 ? m : null;
     }
+    case 'accept': return typeof m.call_id === 'string' && m.call_id.length <= 64 ? m : null;
     case 'hangup': return m;
     case 'ping': return m;
     case 'transport': return m.direction === 'send' || m.direction === 'recv' ? m : null;

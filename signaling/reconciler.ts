@@ -8,12 +8,16 @@
 //   3. re-schedules the cleanup of unused tickets past their deadline whose job was lost (a gateway died between the
 //      insert and the enqueue), and abandons browser calls that never got a ticket row.
 // Channel holds are repaired by the workers' calls reconciler.
+// With CARRIER=sip each SIP signaling process also runs reconcileSipOrphans (below) for the SIP legs of dead processes.
+import { publishCarrierEvent } from '../shared/carriers/carrier.ts';
+import { NO_LEG, SIP_CARRIER, sipCommandQueue, sipInstancesKey, sipOwnerKey } from '../shared/carriers/sip.ts';
 import type { CallRuntime } from '../shared/calls/runtime.ts';
 import type { Leg, Legs } from '../shared/calls/model.ts';
 import { scheduleTicketCleanup } from '../shared/tickets/queue.ts';
 import { endBrowserLeg } from '../shared/tickets/tickets.ts';
 import type { LegAccounts } from '../shared/channels/legs.ts';
 import type { MediaControlClient } from '../shared/media/control-client.ts';
+import { forgetDialog, readDialog, type DialogRecord } from './sip/dialog-record.ts';
 
 export const HEARTBEAT_MS = 2_000;
 export const HEARTBEAT_TTL_MS = 6_000;
@@ -43,10 +47,7 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, med
   }
   // A heartbeat missing because Redis lost its state (restarted empty) is no sign of death: owners are judged only
   // once this Redis has kept our state longer than a heartbeat lives (the key below goes with everything else).
-  const watchedSince = key('sig', 'watched-since');
-  await redis.set(watchedSince, String(Date.now()), 'NX');
-  const since = await redis.get(watchedSince);
-  const judge = since !== null && Date.now() - Number(since) >= HEARTBEAT_TTL_MS;
+  const judge = await mayJudgeOwners(rt);
   const dead = new Set<string>();
   for (const o of owners) if (judge && !(await redis.exists(aliveKey(rt, o)))) dead.add(o);
 
@@ -80,8 +81,87 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, med
       LIMIT 500`, [CLEANUP_GRACE_SECONDS, rt.deps.config.ticketCleanupSeconds + CLEANUP_GRACE_SECONDS]);
   for (const { id } of lost) {
     // Same job id as at issue: a job still pending is not duplicated. Without a ticket the job abandons the call.
-    await scheduleTicketCleanup(redis, rt.deps.config.redisPrefix, id, 0);
+    await scheduleTicketCleanup(rt.deps.queues, id, 0);
     report.cleanups++;
+  }
+  return report;
+}
+
+/** Whether a missing heartbeat means death: only once this Redis has kept our state longer than a heartbeat lives (a
+ *  Redis that restarted empty lost every heartbeat, and the key below with them). */
+async function mayJudgeOwners(rt: CallRuntime): Promise<boolean> {
+  const { redis, key } = rt.deps;
+  const watchedSince = key('sig', 'watched-since');
+  await redis.set(watchedSince, String(Date.now()), 'NX');
+  const since = await redis.get(watchedSince);
+  return since !== null && Date.now() - Number(since) >= HEARTBEAT_TTL_MS;
+}
+
+/** What a live SIP signaling process lends the orphan sweep (signaling/sip/service.ts). */
+export interface SipOrphanHost {
+  /** Sends the recorded dialog's BYE from this process's user agent (the far end answers here). */
+  bye(rec: DialogRecord): void;
+  /** Closes the call's media session (its RTP ports). */
+  closeMedia(callId: string): Promise<void>;
+}
+
+export interface SipOrphanReport { calls: number; legs: number; byes: number }
+
+/** The SIP legs of signaling processes that died (their SIP_INSTANCES entry lapsed): every RECONCILE_MS one live SIP
+ *  signaling process (a Redis lock picks it), per call with such a leg,
+ *    1. marks the leg's owner NO_LEG, so the workers' commands about it (the hang-ups below) are no-ops;
+ *    2. ends the call: abandon `signaling_lost` (after the answer COMPLETED / answered, before it CANCELED /
+ *       connection_unconfirmed), which releases its channels and spend and fires its webhooks;
+ *    3. sends the BYE of each answered leg whose dialog was recorded (dialog-record.ts) from this process, and
+ *       reports each orphaned leg ended (local_hangup, the leg's next event number) for the leg records;
+ *    4. closes the call's media session.
+ *  A leg that was still ringing cannot be cancelled from here (a CANCEL must come from the INVITE's sender): the far end
+ *  rings until its own timer, and a late answer gets no ACK, so the far end gives up on it (RFC 3261 §13.3.1.4). */
+export async function reconcileSipOrphans(rt: CallRuntime, host: SipOrphanHost): Promise<SipOrphanReport | null> {
+  const { db, redis, key } = rt.deps;
+  const lock = await redis.set(key('sip', 'orphan-lock'), '1', 'PX', RECONCILE_MS - 200, 'NX');
+  if (lock !== 'OK') return null;
+  const report: SipOrphanReport = { calls: 0, legs: 0, byes: 0 };
+  if (!(await mayJudgeOwners(rt))) return report;
+  const live = await db.any<{ id: string; legs: Legs }>(
+    `SELECT id, legs FROM calls WHERE ended_at IS NULL AND (legs ? 'connect' OR legs ? 'destination') ORDER BY id LIMIT 20000`);
+  const legs = live.flatMap((c) => (['connect', 'destination'] as const)
+    .map((role) => ({ callId: c.id, leg: c.legs[role] }))
+    .filter((x): x is { callId: string; leg: Leg } => !!x.leg && LIVE.includes(x.leg.status)));
+  if (!legs.length) return report;
+  const owners = await redis.mget(legs.map((l) => sipOwnerKey(key, `${l.callId}-${l.leg.role}`)));
+  const alive = new Set(await redis.zrangebyscore(sipInstancesKey(key), Date.now(), '+inf'));
+  const orphans = new Map<string, Leg[]>();
+  const dead = new Set<string>();
+  legs.forEach((l, i) => {
+    const owner = owners[i];
+    if (!owner || owner === NO_LEG || alive.has(owner)) return; // not handed out yet, over, or owned by a live process
+    dead.add(owner);
+    orphans.set(l.callId, [...(orphans.get(l.callId) ?? []), l.leg]);
+  });
+  for (const [callId, lost] of orphans) {
+    for (const leg of lost) await redis.set(sipOwnerKey(key, `${callId}-${leg.role}`), NO_LEG, 'KEEPTTL');
+    const r = await rt.transition(callId, { type: 'abandon', reason: 'signaling_lost', at: new Date() }, { bestEffort: true });
+    if (r?.step.result === 'applied') report.calls++;
+    for (const leg of lost) {
+      const legId = `${callId}-${leg.role}`;
+      const rec = await readDialog(redis, key, legId);
+      if (rec) {
+        host.bye(rec);
+        report.byes++;
+        await forgetDialog(redis, key, legId);
+      }
+      await publishCarrierEvent(rt.queues.carrierEvents, {
+        carrier: SIP_CARRIER, callId, legId, role: leg.role, kind: 'ended', reason: 'local_hangup', at: new Date().toISOString(),
+        seq: (leg.last_seq ?? 0) + 1,
+      });
+      report.legs++;
+    }
+    await host.closeMedia(callId).catch(() => undefined); // not_found: it had none, or it is gone already
+  }
+  // Commands sent to a dead process would wait in its queue forever: drop the queue (its legs now answer NO_LEG).
+  for (const instance of dead) {
+    await rt.deps.queues.obliterate(sipCommandQueue(instance)).catch(() => undefined);
   }
   return report;
 }

@@ -18,6 +18,7 @@ import { roomKeyPair, verifyRoomToken } from '../shared/tokens/room-token.ts';
 import { MediaControlError } from '../shared/media/control-client.ts';
 import type { MediasoupObject } from '../shared/media/protocol.ts';
 import type { MediaLink } from './media.ts';
+import { IncomingCalls, incomingChannel } from './incoming.ts';
 import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ClientMessage, type ErrorCode } from './protocol.ts';
 
 export const SOFTPHONE_PATH = '/v1/softphone';
@@ -28,7 +29,8 @@ const rank = (status: string) => RANK[status] ?? 3;
 interface Session {
   ws: uWS.WebSocket<object>;
   open: boolean;
-  state: 'hello' | 'redeeming' | 'attached';
+  /** listening: hello with a client token, waiting for incoming calls (signaling/incoming.ts). */
+  state: 'hello' | 'redeeming' | 'attached' | 'listening';
   callId: string | null;
   organizationId: string | null;
   /** Rank of the last progress frame sent (frames never go backwards; duplicates are dropped). */
@@ -64,6 +66,9 @@ export class Softphone {
    *  CallQueues.enqueueDial). */
   private readonly redemptions: TurnBatcher<RedeemRequest, Redeemed>;
   readonly stats: SoftphoneStats = { sockets: 0, redeemed: 0, refused: new Map() };
+  /** CARRIER=sip: a call's media session is a `sip` one, whose far end is the call's SIP leg (no sandbox far end). */
+  private readonly sip: boolean;
+  readonly incoming: IncomingCalls<Session>;
 
   /** media: the media process's link (CARRIER=sandbox); null when this signaling carries no media (CARRIER=livekit,
    *  where LiveKit carries it, or SIGNALING_MEDIA=off): welcome.media is then null and media messages answer
@@ -71,7 +76,14 @@ export class Softphone {
   constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger,
     private readonly media: MediaLink | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
+    this.sip = rt.deps.config.carrier === 'sip';
     this.redemptions = new TurnBatcher((reqs) => redeemTickets(rt.deps.db, reqs, { instance }));
+    this.incoming = new IncomingCalls<Session>(rt, instance, log, {
+      send: (s, frame) => this.send(s, JSON.stringify(frame)),
+      fail: (s, code, message) => this.fail(s, code, message),
+      attach: (s, call) => this.attachInbound(s, call),
+      isOpen: (s) => s.open,
+    });
   }
 
   async start(app: uWS.TemplatedApp): Promise<void> {
@@ -87,8 +99,9 @@ export class Softphone {
       this.media.start();
     }
     this.subscriber = this.rt.deps.redis.duplicate({ enableAutoPipelining: false });
-    this.subscriber.on('message', (_ch, msg: string) => this.onProgress(msg));
-    await this.subscriber.subscribe(progressChannel(this.rt.deps.key));
+    const incoming = incomingChannel(this.rt.deps.key);
+    this.subscriber.on('message', (ch, msg: string) => (ch === incoming ? this.incoming.onNotice(msg) : this.onProgress(msg)));
+    await this.subscriber.subscribe(progressChannel(this.rt.deps.key), incoming);
     app.ws<object>(SOFTPHONE_PATH, {
       idleTimeout: 60,
       maxPayloadLength: 64 * 1024,
@@ -114,6 +127,7 @@ export class Softphone {
         this.sessions.delete(ws);
         this.stats.sockets--;
         if (s.helloTimer) clearTimeout(s.helloTimer);
+        this.incoming.drop(s);
         if (s.callId) this.onClosed(s).catch((err) => this.log.error({ err, call_id: s.callId }, 'socket close handling failed'));
       },
     });
@@ -129,10 +143,10 @@ export class Softphone {
     if (s.open) s.ws.cork(() => s.ws.send(frame));
   }
 
-  private fail(s: Session, code: ErrorCode) {
+  private fail(s: Session, code: ErrorCode, message?: string) {
     this.stats.refused.set(code, (this.stats.refused.get(code) ?? 0) + 1);
     if (!s.open) return;
-    this.send(s, errorFrame(code));
+    this.send(s, errorFrame(code, message));
     if (ERRORS[code].fatal) {
       s.open = false;
       s.ws.end(ERRORS[code].close, code);
@@ -141,12 +155,22 @@ export class Softphone {
 
   private async onMessage(s: Session, text: string): Promise<void> {
     const m = parseMessage(text);
+    if (s.state === 'listening') {
+      if (m?.type === 'accept') return this.incoming.accept(s, m.call_id);
+      if (m?.type === 'ping') return this.send(s, JSON.stringify({ type: 'pong', ...(m.id !== undefined ? { id: m.id } : {}) }));
+      return this.fail(s, 'bad_message');
+    }
     if (s.state !== 'attached') {
       if (s.state === 'redeeming') return; // one hello at a time; the rest waits for its answer
       if (!m || m.type !== 'hello') return this.fail(s, 'hello_required');
       if (m.v !== PROTOCOL_VERSION) return this.fail(s, 'unsupported_version');
       s.state = 'redeeming';
       if (s.helloTimer) clearTimeout(s.helloTimer);
+      if (m.client_token !== undefined) {
+        await this.incoming.listen(s, m.client_token);
+        if (this.incoming.isListening(s)) s.state = 'listening';
+        return;
+      }
       return this.redeem(s, m.ticket !== undefined ? { token: m.ticket, kind: 'webrtc' } : { token: m.room_token!, kind: 'room' });
     }
     if (!m) return this.fail(s, 'bad_message');
@@ -155,14 +179,33 @@ export class Softphone {
       case 'hangup':
         await this.rt.transition(s.callId!, { type: 'hangup', mode: 'hangup', at: new Date() }, { bestEffort: true });
         return;
-      case 'hello': return this.fail(s, 'bad_message');
+      case 'hello': case 'accept': return this.fail(s, 'bad_message');
       default:
         if (MEDIA_MESSAGES.has(m.type)) return this.relay(s, m);
     }
   }
 
+  /** The socket took an incoming call (signaling/incoming.ts): from now on it is the call's socket, as after a
+   *  redeemed ticket. The call rings until the SIP owner answered the caller; then progress says answered. */
+  private async attachInbound(s: Session, call: CallRow): Promise<void> {
+    s.callId = call.id;
+    s.organizationId = call.organization_id;
+    s.state = 'attached';
+    s.sent = 1;
+    this.byCall.set(call.id, s);
+    await this.legs.up(call.organization_id, call.id, 'browser');
+    if (!s.open) return this.onClosed(s);
+    // The call's `sip` session, which the inbound leg joins when the SIP owner answers the caller.
+    const media = await this.openMedia(s, call.id);
+    if (media === false) return;
+    this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: 'inbound', status: call.status, media }));
+    s.welcomed = true;
+    const missed = this.unclaimed.get(call.id);
+    if (missed) { this.unclaimed.delete(call.id); this.push(s, missed.p); }
+  }
+
   /** A media message: relayed to the media process, its answer sent back with the request's id. */
-  private async relay(s: Session, m: Exclude<ClientMessage, { type: 'hello' | 'hangup' | 'ping' }>): Promise<void> {
+  private async relay(s: Session, m: Exclude<ClientMessage, { type: 'hello' | 'hangup' | 'ping' | 'accept' }>): Promise<void> {
     const id = m.id;
     const reply = (frame: Record<string, unknown>) => this.send(s, JSON.stringify({ ...frame, ...(id !== undefined ? { id } : {}) }));
     if (!this.media || !s.media) {
@@ -230,6 +273,7 @@ export class Softphone {
 
   /** Once the call is answered (and its media session exists), the sandbox far end answers: tone, then echo. */
   private attachFarEnd(s: Session) {
+    if (this.sip) return; // the far end is the call's SIP leg
     if (!this.media || !s.media || !s.answered || s.farEnd) return;
     s.farEnd = true;
     const callId = s.callId!;
@@ -244,6 +288,27 @@ export class Softphone {
     if (!this.media || !s.media) return;
     s.media = false;
     this.media.client.closeSession(s.callId!).catch(() => undefined);
+  }
+
+  /** The call's router on the media process (null when this signaling carries no media); false when the socket
+   *  is done with the call meanwhile (the call was ended for it: without a router it cannot carry audio). */
+  private async openMedia(s: Session, callId: string): Promise<{ router_rtp_capabilities: MediasoupObject } | null | false> {
+    if (!this.media) return null;
+    let media: { router_rtp_capabilities: MediasoupObject };
+    try {
+      // CARRIER=sip: the call's `sip` session, which its SIP leg joins too (the browser talks through that leg).
+      const created = await this.media.client.createSession(callId, this.sip ? { carrier: 'sip' } : {});
+      s.media = true;
+      media = { router_rtp_capabilities: created.rtpCapabilities };
+    } catch (err) {
+      this.log.error({ err, call_id: callId }, 'media session could not be created: ending the call');
+      await this.rt.transition(callId, { type: 'abandon', reason: 'media_lost', at: new Date() }, { bestEffort: true });
+      return false;
+    }
+    if (!s.open) { await this.onClosed(s); return false; }
+    // The call ended while its router was made (its `ended` went out already): nothing holds the session now.
+    if (this.byCall.get(callId) !== s) { this.closeMedia(s); return false; }
+    return media;
   }
 
   private async redeem(s: Session, t: { token: string; kind: TicketKind }): Promise<void> {
@@ -267,22 +332,8 @@ export class Softphone {
     this.byCall.set(call.id, s);
     await this.legs.up(call.organization_id, call.id, 'browser');
     if (!s.open) return this.onClosed(s);
-    let media: { router_rtp_capabilities: MediasoupObject } | null = null;
-    if (this.media) {
-      // The call's router on the media process; without it the call cannot carry audio and ends at once.
-      try {
-        const created = await this.media.client.createSession(call.id);
-        s.media = true;
-        media = { router_rtp_capabilities: created.rtpCapabilities };
-      } catch (err) {
-        this.log.error({ err, call_id: call.id }, 'media session could not be created: ending the call');
-        await this.rt.transition(call.id, { type: 'abandon', reason: 'media_lost', at: new Date() }, { bestEffort: true });
-        return;
-      }
-      if (!s.open) return this.onClosed(s);
-      // The call ended while its router was made (its `ended` went out already): nothing holds the session now.
-      if (this.byCall.get(call.id) !== s) return this.closeMedia(s);
-    }
+    const media = await this.openMedia(s, call.id);
+    if (media === false) return;
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: t.kind, status: call.status, media }));
     s.welcomed = true;
     if (s.held) { const held = s.held; s.held = null; this.push(s, held); }

@@ -4,15 +4,25 @@ import type { CallRuntime } from '../shared/calls/runtime.ts';
 import type { Applied } from '../shared/calls/store.ts';
 import type { Config } from '../shared/config.ts';
 import type { ProcessDeps } from '../shared/process.ts';
+import type { ReputationProvider } from '../shared/caller-trust/reputation/provider.ts';
+import type { SmsCarrier } from '../shared/sms/carrier.ts';
+import type { NumberPacer } from '../shared/sms/throughput.ts';
+import type { SpendCharges } from '../shared/spend/charges.ts';
 import type { DeliveryContext } from '../shared/webhooks/deliver.ts';
 
-/** What every processor and service of the workers process is given; built once in workers/main.ts. */
+/** What every processor and service of the workers process is given; built once in workers/start.ts. */
 export interface WorkerDeps extends ProcessDeps {
   /** The process's call runtime, with the configured carrier. */
   calls: CallRuntime;
   /** Webhook delivery: the HTTP poster, attempt log and subscription cache. */
   webhooks: DeliveryContext;
+  /** SMS sending: the configured carrier, the per-number pacer and the spend charges. */
+  sms: SmsSending;
+  /** The number-reputation provider (shared/caller-trust/reputation/settings.ts). */
+  reputation: ReputationProvider;
 }
+
+export interface SmsSending { carrier: SmsCarrier; pacer: NumberPacer; charges: SpendCharges }
 
 type WorkerSettings = Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount' | 'limiter'>;
 

@@ -2,7 +2,7 @@
 // against its key; one without (no credential, a bad one, or an unknown path without a key) counts against its
 // client address, so a flood of bad keys cannot hammer the key lookup.
 import type { Principal } from '../../shared/accounts/principal.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/error-status.ts';
 import type { Keyer, Redis } from '../../shared/redis.ts';
 import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import type { Authenticator } from './auth.ts';

@@ -5,7 +5,7 @@ import type { Principal } from '../../shared/accounts/principal.ts';
 import { KEY_REVOKED_CHANNEL } from '../../shared/accounts/revocation.ts';
 import { onBroadcast } from '../../shared/broadcast.ts';
 import type { Db } from '../../shared/db.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/error-status.ts';
 import type { Keyer } from '../../shared/redis.ts';
 import type { Logger } from '../../shared/log.ts';
 import { reportRedisErrors } from '../../shared/unavailable.ts';

@@ -4,7 +4,7 @@
 // memory.
 import { open } from 'node:fs/promises';
 import type uWS from 'uWebSockets.js';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/error-status.ts';
 import type { FileBody, GatewayDeps } from './types.ts';
 
 export const FILE_CHUNK_BYTES = 64 * 1024;

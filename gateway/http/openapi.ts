@@ -1,5 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ERROR_CODES, ERROR_MEANINGS, type ErrorCode } from '../../shared/errors.ts';
+import { statusOf } from '../../shared/http/error-status.ts';
+import { ErrorEnvelope } from '../../shared/http/envelope.ts';
 import type { AnyRoute, RawRouteDoc } from './types.ts';
 
 // TypeBox schemas are plain JSON Schema (2020-12 compatible) once their symbol keys are dropped, which is what
@@ -131,31 +133,9 @@ function errorExample(code: ErrorCode, status: number) {
   if (code === 'validation_error') error.fields = status === 416 ? { Range: 'must start before byte 48044' } : { to_number: 'must be an E.164 number' };
   if (code === 'scope_missing') error.fields = { scope: 'calls:write' };
   if (code === 'idempotency_conflict') error.fields = { conflicts_with: 'req_01J9Z6Q4TFM4V3Y1R5C8N2XK7B' };
+  if (code === 'state_conflict') error.fields = { entity: 'optimize_test', status: 'archived' };
   return { error };
 }
-
-const ErrorEnvelope = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: {
-        code: { type: 'string', description: 'Machine-readable error code (listed per operation); branch on this.' },
-        message: { type: 'string', description: 'Human-readable explanation; may change, never parse it.' },
-        category: { type: 'string', enum: ['invalid_request', 'compliance_block', 'account_limit', 'unreachable', 'voicemail', 'provider_error'],
-          description: 'Present on call-related errors only: the family of the failure.' },
-        resolution_hint: { type: 'string', description: 'What to do about it, when there is something to do.' },
-        fields: { type: 'object', additionalProperties: { type: 'string' },
-          description: 'Maps each offending request field (or header) to the reason.' },
-        doc_url: { type: 'string', format: 'uri', description: 'Where to read more about this error.' },
-      },
-      description: 'The error.',
-    },
-  },
-  description: 'The error envelope of every non-2xx JSON response.',
-};
 
 const RATE_HEADER_DOCS: Record<string, string> = {
   'X-RateLimit-Limit': 'Requests allowed in the one-minute window.',
@@ -191,6 +171,9 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
         : r.response.schema ? { content: { 'application/json': { schema: plain(r.response.schema),
           ...(r.examples?.response !== undefined ? { example: r.examples.response } : {}) } } } : {}),
     };
+    for (const [st, description] of Object.entries(r.response.also ?? {})) {
+      responses[st] = { ...(responses[String(r.response.status)] as object), description };
+    }
     if (r.response.contentType && !raw.has(r)) {
       // Files are sent by the pipeline's file streams (file-response.ts), which answer single byte ranges.
       responses['206'] = {
@@ -203,7 +186,7 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
     }
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of routeErrorCodes(r, raw.has(r))) {
-      const st = ERROR_CODES[code].status;
+      const st = statusOf(code);
       byStatus.set(st, [...(byStatus.get(st) ?? []), code]);
     }
     for (const [st, list] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(st)] = errorResponse(st, list);
@@ -249,7 +232,7 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
         livekitWebhook: { type: 'apiKey', in: 'header', name: 'Authorization',
           description: 'LiveKit\'s webhook signature: a JWT signed with LIVEKIT_API_SECRET whose sha256 claim is the body\'s SHA-256.' },
       },
-      schemas: { Error: ErrorEnvelope },
+      schemas: { Error: plain(ErrorEnvelope) },
       parameters: {
         IdempotencyKey: {
           name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 },

@@ -1,37 +1,34 @@
-// The gateway's transport (uWS: listen, read a request, write its answer) and its request pipeline (match, body,
-// authenticate, admit, scope, validate, idempotency, handler). Wire formats live in wire.ts, rate admission in
-// admission.ts.
+// The gateway's transport (uWS: listen, read a request, write its answer) and the wiring of its request pipeline:
+// each API route's stages are compiled once at registration (shared/http/pipeline.ts) from the plan below, one file
+// per stage in stages/. Wire formats live in wire.ts, rate admission in admission.ts.
 import uWS from 'uWebSockets.js';
-import type { Principal } from '../../shared/accounts/principal.ts';
-import { announceAccountChange, forgetAccount } from '../../shared/accounts/snapshot.ts';
-import { ApiError } from '../../shared/errors.ts';
-import type { Tx, WithinTx } from '../../shared/db.ts';
-import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type NewClaim, type StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
-import { newRequestId, sha256hex } from '../../shared/ids.ts';
+import { ApiError } from '../../shared/http/error-status.ts';
+import { readBody, MAX_BODY_BYTES } from '../../shared/http/body.ts';
+import { errorReply } from '../../shared/http/error-status.ts';
+import { Pipeline, runStages, type StagePlan } from '../../shared/http/pipeline.ts';
+import { STATUS_LINE, writeHeaders } from '../../shared/http/uws.ts';
+import { IdempotencyStore } from '../../shared/idempotency/idempotency-store.ts';
 import { outageReason, STORE_RETRY_AFTER_SECONDS, unreachableStore } from '../../shared/unavailable.ts';
 import { listenExclusive } from '../../shared/uws-listen.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';
-import { AuthError, Authenticator, requireScope } from './auth.ts';
-import { planFile, pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
+import { AuthError, Authenticator } from './auth.ts';
+import { pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { publicBaseUrl } from './public-url.ts';
-import { assertCleanText } from './request-guards.ts';
-import { Router } from './router.ts';
-import type { AnyRoute, GatewayDeps, Method, Plugin, Reply } from './types.ts';
-import { compileValidator } from './validation.ts';
-import {
-  assertEmpty, deprecationHeaders, errorReply, parseBody, parseQuery, readBody, serialize, STATUS_LINE, writeHeaders,
-} from './wire.ts';
-
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-interface Compiled {
-  route: AnyRoute;
-  body?: (v: unknown) => void;
-  query?: (v: unknown) => void;
-  params?: (v: unknown) => void;
-}
+import { ResponseCheck } from './response-check.ts';
+import { admissionStage } from './stages/admission.ts';
+import { authStage } from './stages/auth.ts';
+import { broadcastStage } from './stages/broadcast.ts';
+import { deprecationStage } from './stages/deprecation.ts';
+import { faultStage } from './stages/fault.ts';
+import { handlerStage } from './stages/handler.ts';
+import { idempotencyRecordStage, idempotencyStage } from './stages/idempotency.ts';
+import { scopeStage } from './stages/scope.ts';
+import { ApiRequest, MUTATING, type Incoming } from './stages/state.ts';
+import { validateStage } from './stages/validate.ts';
+import type { AnyRoute, GatewayDeps, Method, Plugin } from './types.ts';
+import { serialize } from './wire.ts';
 
 /** What a raw (non-API) route answers: health checks, metrics, documents. */
 export interface RawReply { status: number; contentType: string; body: string | Buffer; headers?: Record<string, string> }
@@ -42,15 +39,6 @@ export type RawRoute = (req: { headers: Record<string, string>; body: Buffer | n
 export type RawFailure = (status: 400 | 500 | 503, reason: string) => RawReply;
 const textFailure: RawFailure = (status, reason) => ({ status, contentType: 'text/plain', body: reason });
 interface RawEntry { handler: RawRoute; failure: RawFailure }
-
-interface Incoming {
-  method: string;
-  path: string;
-  query: string;
-  headers: Record<string, string>;
-  /** The client address, read on demand (only unauthenticated requests are limited by it). */
-  readonly remote: string;
-}
 
 /** One request/response pair: what the request said, copied out of uWS, and whether the client went away. */
 class Exchange implements Incoming {
@@ -96,15 +84,16 @@ interface Outcome {
 }
 
 export class HttpGateway {
-  readonly router = new Router();
   readonly metrics = new GatewayMetrics();
   private readonly accessLog: AccessLog;
   readonly auth: Authenticator;
-  private readonly compiled = new Map<AnyRoute, Compiled>();
+  /** The API routes and their compiled stage lists. */
+  readonly pipeline: Pipeline<AnyRoute, ApiRequest>;
   /** Raw routes by path, then method. */
   private readonly raw = new Map<string, Map<string, RawEntry>>();
   private readonly admission: Admission;
-  private readonly idempotency: IdempotencyStore;
+  /** RESPONSE_SCHEMA_CHECK=1 (tests): every answer checked against its route's declared responses. */
+  private readonly responseCheck: ResponseCheck | null;
   /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
   readonly fileStreams: StreamSlots;
   private listenSocket: uWS.us_listen_socket | null = null;
@@ -114,13 +103,31 @@ export class HttpGateway {
   constructor(readonly deps: GatewayDeps) {
     this.auth = new Authenticator(deps.db, deps.key, deps.config);
     this.admission = new Admission(deps.redis, deps.key);
-    this.idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
     this.accessLog = new AccessLog(deps.log);
     this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
+    const idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
+    // The stage plan, in request order; each route keeps only the stages it needs (see each stage's file).
+    const plan: StagePlan<AnyRoute, ApiRequest>[] = [
+      authStage(this.auth, this.admission), // scope routes: credential (cached without a promise)
+      admissionStage(this.admission), //       scope routes: per-key rate limit
+      scopeStage, //                           scope routes: the credential holds the route's scope
+      validateStage, //                        every route: query, path, body
+      idempotencyStage(idempotency), //        mutating scope routes: claim the key, or replay
+      handlerStage(this), //                   every route
+      faultStage(deps.config.faults), //       tests only: die after commit
+      idempotencyRecordStage, //               mutating scope routes: record the answer
+      broadcastStage(deps), //                 mutating scope routes, changesAccount routes
+      deprecationStage, //                     deprecated routes
+    ];
+    this.pipeline = new Pipeline(plan);
+    this.responseCheck = deps.config.faults.responseSchemaCheck ? new ResponseCheck(deps.log) : null;
   }
 
+  /** The API routes (the OpenAPI document is built from them). */
+  get router() { return this.pipeline.router; }
+
   register(plugin: Plugin): this {
-    plugin({ add: (r) => this.addRoute(r as AnyRoute) });
+    plugin({ add: (r) => { this.pipeline.add(r as AnyRoute); this.responseCheck?.add(r as AnyRoute); } });
     return this;
   }
 
@@ -130,17 +137,6 @@ export class HttpGateway {
     byMethod.set(method, { handler, failure: o.failure ?? textFailure });
     return this;
   }
-
-  private addRoute(route: AnyRoute): void {
-    this.router.add(route);
-    this.compiled.set(route, {
-      route,
-      body: route.body ? compileValidator(route.body, 'body') : undefined,
-      query: route.query ? compileValidator(route.query, 'query') : undefined,
-      params: route.params ? compileValidator(route.params, 'params') : undefined,
-    });
-  }
-
   async listen(port: number, host: string): Promise<number> {
     await this.auth.listen(this.deps.redis, this.deps.log);
     this.app = uWS.App().any('/*', (res, req) => this.onRequest(res, req));
@@ -164,13 +160,13 @@ export class HttpGateway {
     const raw = this.raw.get(inc.path)?.get(inc.method);
     if (raw) {
       if (!needsBody) return void this.serveRaw(ex, raw, null);
-      return readBody(res, inc.headers, (body, tooBig) => {
+      return readBody(res, inc.headers['content-length'], MAX_BODY_BYTES, (body, tooBig) => {
         if (tooBig) return void this.serveRaw(ex, { ...raw, handler: () => raw.failure(400, 'body too large') }, null);
         void this.serveRaw(ex, raw, body);
       });
     }
-    if (!needsBody) return void this.handle(inc, null, false).then((out) => this.respond(ex, out));
-    readBody(res, inc.headers, (body, tooBig) => void this.handle(inc, body, tooBig).then((out) => this.respond(ex, out)));
+    if (!needsBody) return this.handle(ex, new ApiRequest(inc, null, false));
+    readBody(res, inc.headers['content-length'], MAX_BODY_BYTES, (body, tooBig) => this.handle(ex, new ApiRequest(inc, body, tooBig)));
   }
 
   private respond(ex: Exchange, out: Outcome): void {
@@ -221,98 +217,46 @@ export class HttpGateway {
     return publicBaseUrl(this.deps.config, this.listenPort);
   }
 
-  /** The request pipeline: match, body, authenticate, rate-limit, scope, validate, idempotency, handler. */
-  private async handle(inc: Incoming, rawBody: Buffer | null, tooBig: boolean) {
-    const requestId = newRequestId();
-    const headers: Record<string, string> = { 'X-Request-Id': requestId, 'content-type': 'application/json' };
-    let routeLabel = 'unmatched';
-    let principal: Principal | null = null;
-    let status = 500;
-    let body: string | Buffer = '';
-    let file: FilePlan | undefined;
+  /** Runs a request through its route's compiled stages (synchronously as far as they go), then answers it. */
+  private handle(ex: Exchange, x: ApiRequest): void {
+    let pending: void | Promise<void>;
     try {
-      const match = this.router.match(inc.method, inc.path);
-      // Unknown paths and methods are requests too: counted (against the key when one is valid), so that these
-      // answers carry the rate-limit headers like every other.
-      if (!match || 'allowed' in match) {
-        principal = await this.admission.unrouted(this.auth, inc.headers.authorization, () => inc.remote, headers);
-      }
-      if (!match) throw new ApiError('not_found', `No endpoint ${inc.method} ${inc.path}.`);
-      if ('allowed' in match) {
-        headers.Allow = match.allowed.join(', ');
+      pending = this.enter(x);
+    } catch (err) {
+      return this.respond(ex, this.settle(x, err));
+    }
+    if (pending === undefined) return this.respond(ex, this.settle(x, null));
+    pending.then(() => this.respond(ex, this.settle(x, null)), (err) => this.respond(ex, this.settle(x, err)));
+  }
+
+  /** Matches the route and starts its stages. Unknown paths and methods are requests too: counted (against the key
+   *  when one is valid), so that these answers carry the rate-limit headers like every other. */
+  private enter(x: ApiRequest): void | Promise<void> {
+    const { inc } = x;
+    const match = this.pipeline.match(inc.method, inc.path);
+    if (!match || 'allowed' in match) {
+      return this.admission.unrouted(this.auth, inc.headers.authorization, () => inc.remote, x.headers).then((principal) => {
+        x.principal = principal;
+        if (!match) throw new ApiError('not_found', `No endpoint ${inc.method} ${inc.path}.`);
+        x.headers.Allow = match.allowed.join(', ');
         throw new ApiError('method_not_allowed', `${inc.method} is not allowed on ${inc.path}; use ${match.allowed.join(' or ')}.`);
-      }
-      const { route } = match;
-      const c = this.compiled.get(route)!;
-      routeLabel = route.path;
+      });
+    }
+    x.route = match.route;
+    x.params = match.params;
+    x.undecodable = match.undecodable;
+    return runStages(this.pipeline.stagesOf(match.route), x);
+  }
 
-      // Authenticate and count the request before anything else can fail, so every answer carries rate headers.
-      if (route.scope) {
-        principal = this.auth.cached(inc.headers.authorization) ?? null;
-        if (!principal) {
-          try {
-            principal = await this.auth.authenticate(inc.headers.authorization);
-          } catch (err) {
-            await this.admission.anonymous(inc.remote, headers);
-            throw err;
-          }
-        }
-        const admitted = this.admission.credential(principal, headers);
-        if (admitted) await admitted;
-        requireScope(principal, route.scope);
-      }
-
-      const query = parseQuery(inc.query);
-      const params = match.params;
-      const parsedBody = parseBody(inc, rawBody, tooBig, !!c.body);
-      // One pass for rules that hold for every route (undecodable path ids, NUL anywhere), before the schemas.
-      assertCleanText(inc.query, query, params, match.undecodable, rawBody, parsedBody);
-      c.query ? c.query(query) : assertEmpty(query, 'query');
-      c.params?.(params);
-      if (c.body) c.body(parsedBody);
-
-      const ctx = new HandlerContext(this, principal!, parsedBody, query, params, requestId, inc.headers, inc);
-      let reply: StoredResponse;
-      const idemKey = inc.headers['idempotency-key'];
-      if (idemKey !== undefined && MUTATING.has(inc.method) && principal) {
-        IdempotencyStore.validateKey(idemKey);
-        const fingerprint = sha256hex(`${inc.method} ${inc.path}?${inc.query}\n${canonicalJson(parsedBody ?? null)}`);
-        const claim = await this.idempotency.claim(principal.credentialId ?? principal.keyId, idemKey, fingerprint, requestId);
-        if (claim.kind === 'replay') {
-          reply = claim.response;
-          headers['Idempotency-Replay'] = 'true';
-        } else {
-          ctx.claim = claim;
-          let lost = false;
-          try {
-            // What the handler recorded with its effect is what every replay will send: send exactly that now too.
-            const r = serialize(await route.handler(ctx));
-            reply = r.status < 300 && claim.recorded ? claim.recorded : r;
-          } catch (err) {
-            // Another attempt with this key committed first: this one rolled back; answer with the winner's response.
-            if (err instanceof IdempotencyRecordExists) {
-              reply = await claim.replayCommitted(); lost = true; headers['Idempotency-Replay'] = 'true';
-            } else {
-              reply = serialize(errorReply(err, this.deps.log, requestId));
-              // A 409 can be the effect of a racing twin (same key and request) that committed first: replay it.
-              const twin = reply.status === 409 ? await claim.committedTwin() : null;
-              if (twin) { reply = twin; lost = true; headers['Idempotency-Replay'] = 'true'; }
-            }
-          }
-          if (this.deps.config.faults.gateway === 'kill-after-commit' && reply.status < 300) process.kill(process.pid, 'SIGKILL');
-          if (!lost) await claim.finish(reply);
-        }
-      } else {
-        const r = await route.handler(ctx);
-        if (r.file) file = planFile(r.file, inc.headers.range, this.fileStreams);
-        reply = serialize(r);
-      }
-      // This gateway's own writes show in the organization's account snapshot on the very next request, without
-      // waiting for the database's change notice; a footprint change, on every gateway's.
-      if (principal && route.changesAccount && reply.status < 300) {
-        await announceAccountChange(this.deps.db, this.deps.redis, this.deps.key, principal.organizationId);
-      } else if (principal && MUTATING.has(inc.method)) forgetAccount(this.deps.db, principal.organizationId);
-      if (route.deprecated) Object.assign(headers, deprecationHeaders(route.deprecated));
+  /** The answer of a request whose stages ended (err: what one threw). The one point every answer of the API passes
+   *  before it is written (the test-only response check belongs here). */
+  private settle(x: ApiRequest, err: unknown): Outcome {
+    const headers = x.headers;
+    let status: number;
+    let body: string | Buffer;
+    let file = x.file;
+    if (err === null) {
+      const reply = x.reply!;
       Object.assign(headers, reply.headers);
       status = reply.status;
       body = reply.body;
@@ -320,41 +264,18 @@ export class HttpGateway {
         Object.assign(headers, file.headers);
         status = file.status;
       }
-    } catch (err) {
+    } else {
       file?.release();
       file = undefined;
-      const r = serialize(errorReply(err, this.deps.log, requestId));
+      const r = serialize(errorReply(err, this.deps.log, x.requestId));
       if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl);
       Object.assign(headers, r.headers);
       status = r.status;
       body = r.body;
     }
+    const wrong = this.responseCheck && !file ? this.responseCheck.check(x.route ?? null, { status, headers, body }, x.requestId) : null;
+    if (wrong) ({ status, body } = wrong);
     if (status === 204) delete headers['content-type'];
-    return { status, headers, body, requestId, routeLabel, orgId: principal?.organizationId, file };
+    return { status, headers, body, requestId: x.requestId, routeLabel: x.route?.path ?? 'unmatched', orgId: x.principal?.organizationId, file };
   }
 }
-
-/** What a route handler gets (Ctx); the base URL is worked out only for handlers that read it. */
-class HandlerContext {
-  readonly deps: GatewayDeps;
-  constructor(private readonly gateway: HttpGateway, readonly principal: Principal, readonly body: unknown,
-    readonly query: Record<string, string>, readonly params: Record<string, string>, readonly requestId: string,
-    readonly headers: Record<string, string>, private readonly incoming: { readonly remote: string }) {
-    this.deps = gateway.deps;
-  }
-
-  get clientAddress(): string { return this.incoming.remote; }
-
-  /** The idempotency claim of this request, when it carries an Idempotency-Key and runs for the first time. */
-  claim: NewClaim | null = null;
-
-  /** See Ctx.idempotent. */
-  idempotent<T>(reply: (result: T) => Reply): WithinTx<T> | undefined {
-    const claim = this.claim;
-    if (!claim) return undefined;
-    return (tx: Tx, result: T) => claim.recordInTx(tx, serialize(reply(result)));
-  }
-
-  get baseUrl(): string { return this.gateway.baseUrl; }
-}
-

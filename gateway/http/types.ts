@@ -1,4 +1,5 @@
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
+import type { ReputationProvider } from '../../shared/caller-trust/reputation/provider.ts';
 import type { ProcessDeps } from '../../shared/process.ts';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { Principal } from '../../shared/accounts/principal.ts';
@@ -20,6 +21,8 @@ export interface GatewayDeps extends ProcessDeps {
   cursors: Cursors;
   /** The process's call runtime (no carrier: carrier work goes to the workers' queues). */
   calls: CallRuntime;
+  /** The process's number-reputation provider (shared/caller-trust/reputation/settings.ts). */
+  reputation: ReputationProvider;
 }
 
 export interface Deprecation {
@@ -83,8 +86,9 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   body?: BS;
   query?: QS;
   params?: PS;
-  /** Success status and schema, for the OpenAPI document. */
-  response: { status: number; schema?: TSchema; description?: string; contentType?: string };
+  /** Success status and schema, for the OpenAPI document (and the suite's response check). `also`: other success
+   *  statuses answered with the same schema, each with what it means (e.g. 200 for a record that already existed). */
+  response: { status: number; schema?: TSchema; description?: string; contentType?: string; also?: Record<number, string> };
   /** Realistic example values for the reference: the request body and the success response body. */
   examples?: { request?: unknown; response?: unknown };
   /** Error codes this route can answer besides the general ones. */

@@ -1,25 +1,19 @@
 import { Type } from '@sinclair/typebox';
-import { agentView, createAgent, type AgentRow, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
+import { createAgent, type AgentRow, deleteAgent, getAgent, listAgents, updateAgent } from '../../shared/agents/agents.ts';
+import { AgentResponse, agentView } from '../../shared/agents/views.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta, UuidIdParams } from './schemas.ts';
 
+const described = AgentResponse.properties;
 const fields = {
-  name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown in the dashboard and on call records.' }),
-  greeting: Type.String({ minLength: 1, maxLength: 1000, description: 'First sentence the agent speaks when answered.' }),
-  prompt: Type.String({ maxLength: 20000, description: 'Instructions for the conversation.' }),
-  voice: Type.String({ minLength: 1, maxLength: 64, description: 'Voice name of the speech engine (sandbox: any name; default "neutral").' }),
+  name: Type.String({ minLength: 1, maxLength: 100, description: described.name.description }),
+  greeting: Type.String({ minLength: 1, maxLength: 1000, description: described.greeting.description }),
+  prompt: Type.String({ maxLength: 20000, description: described.prompt.description }),
+  voice: Type.String({ minLength: 1, maxLength: 64, description: described.voice.description }),
 };
 
-const Agent = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The agent id; pass it as agent_id to POST /v1/calls.' }),
-  name: Type.String({ description: fields.name.description }),
-  greeting: Type.String({ description: fields.greeting.description }),
-  prompt: Type.String({ description: fields.prompt.description }),
-  voice: Type.String({ description: fields.voice.description }),
-  created_at: Type.String({ format: 'date-time', description: 'When the agent was created.' }),
-  updated_at: Type.String({ format: 'date-time', description: 'When the agent was last changed.' }),
-}, { description: 'A voice agent.' });
+const Agent = AgentResponse;
 const IdParams = UuidIdParams('agent');
 
 const AGENT_EXAMPLE = {

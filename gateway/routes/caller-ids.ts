@@ -5,29 +5,14 @@ import {
 } from '../../shared/caller-ids/caller-ids.ts';
 import { cancelQueuedCallsFromCallerId } from '../../shared/calls/caller-id.ts';
 import { PageQuery } from '../../shared/pagination.ts';
+import { CallerIdResponse } from '../../shared/caller-ids/schemas.ts';
 import type { Plugin, Reply } from '../http/types.ts';
-import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+import { ListMeta, UuidIdParams } from './schemas.ts';
 
 // Caller IDs: external numbers the organization proves it controls (a verification call speaks a code, the code
 // is confirmed here), usable as from_number once verified. Rules in shared/caller-ids.
 
-const CallerId = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The caller ID\'s id.' }),
-  phone_number: Type.String({ description: 'The external number, E.164.' }),
-  name: Type.String({ description: 'A label for the caller ID (may be empty).' }),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('verified')],
-    { description: 'pending: not usable as from_number yet (call_id_not_verified); verified: usable as from_number.' }),
-  verification: Nullable(Type.Object({
-    state: Type.Union([Type.Literal('not_started'), Type.Literal('code_sent'), Type.Literal('expired'), Type.Literal('locked')],
-      { description: 'not_started: no verification call yet; code_sent: a code is live; expired: the live code expired; '
-        + 'locked: the code was burned by too many wrong attempts. A new verification call starts over from code_sent.' }),
-    expires_at: Nullable(Type.String({ format: 'date-time' }), 'When the live code expires; null when no code is live.'),
-    attempts_remaining: Nullable(Type.Integer(), 'Wrong codes still accepted before the code locks; null when no code is live.'),
-  }, { description: 'Where the verification stands.' }), 'Where the verification stands; null once verified.'),
-  verified_at: Nullable(Type.String({ format: 'date-time' }), 'When the code was confirmed; null while pending.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the caller ID was added.' }),
-  updated_at: Type.String({ format: 'date-time', description: 'When the caller ID last changed.' }),
-}, { description: 'An external number usable as caller ID once verified.' });
+const CallerId = CallerIdResponse;
 
 const EXAMPLE = {
   id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70', phone_number: '+12125550187', name: 'Dr. Lee mobile', status: 'pending',

@@ -85,7 +85,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
     summary: 'Read the Display Identity Record',
     description: 'Answers the organization\'s Display Identity Record with its approval status and rollout per network. '
       + 'not_found before the first PUT. Read-only.',
-    examples: { response: { data: SUBMITTED } }, response: { status: 200, schema: Data },
+    examples: { response: { data: SUBMITTED } }, response: { status: 200, schema: Data }, errors: ['not_found'],
     handler: async (ctx) => ({ status: 200, body: { data: brandView(await getBrand(ctx.deps.db, ctx.principal.organizationId), ctx.baseUrl) } }),
   });
   routes.add({
@@ -98,7 +98,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
       + `or WebP, ${LOGO_MIN_SIDE} to ${LOGO_MAX_INPUT_SIDE} px a side, at most ${LOGO_MAX_BYTES / 1024} KiB, base64; it is `
       + 'decoded for real (a file whose bytes are not the declared type, or damaged, is refused), its metadata is '
       + `dropped and it is stored re-encoded as PNG (at most ${LOGO_STORED_MAX_SIDE} px a side). While submitted: `
-      + 'brand_status_conflict. On an approved record the change makes it a draft again (to be submitted anew).',
+      + 'state_conflict. On an approved record the change makes it a draft again (to be submitted anew).',
     examples: {
       request: { display_name: 'Acme Dental Group', call_reason: 'Appointment reminders and scheduling',
         logo: { content_type: 'image/png', data: 'iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAAAXNSR0IArs4c6QAA...' } },
@@ -113,7 +113,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
         data: Type.String({ minLength: 8, description: `The image file, base64 (at most ${LOGO_MAX_BYTES / 1024} KiB decoded).` }),
       }, { additionalProperties: false }), 'The logo file, or null to remove it.')),
     }, { additionalProperties: false, minProperties: 1 }),
-    response: { status: 200, schema: Data }, errors: ['brand_status_conflict', 'idempotency_conflict'],
+    response: { status: 200, schema: Data }, errors: ['state_conflict', 'idempotency_conflict'],
     handler: async (ctx) => {
       const input: BrandInput = { display_name: ctx.body.display_name, call_reason: ctx.body.call_reason };
       if (ctx.body.display_name !== undefined && !ctx.body.display_name.trim()) throw validationError({ display_name: 'must not be blank' });
@@ -129,9 +129,9 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
     description: 'Submits the draft for review: it needs display_name, call_reason and logo (validation_error naming the '
       + 'missing ones) and an APPROVED enterprise registration (enterprise_not_approved otherwise), and the display name '
       + 'must match its legal name. Status becomes submitted and every network pending; when review approves, each '
-      + 'network goes live in turn. Not a draft: brand_status_conflict.',
+      + 'network goes live in turn. Not a draft: state_conflict.',
     examples: { response: { data: SUBMITTED } },
-    response: { status: 200, schema: Data }, errors: ['brand_status_conflict', 'enterprise_not_approved', 'idempotency_conflict'],
+    response: { status: 200, schema: Data }, errors: ['not_found', 'state_conflict', 'enterprise_not_approved', 'idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (b: BrandRow): Reply => ({ status: 200, body: { data: brandView(b, ctx.baseUrl) } });
       return reply(await submitBrand(ctx.deps, ctx.principal.organizationId, ctx.idempotent(reply)));
@@ -143,7 +143,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
     description: 'Answers the logo as we stored it: image/png, re-encoded from the upload with its metadata dropped. '
       + 'The v query parameter of logo.url only busts caches (any value is accepted). not_found without a logo.',
     query: Type.Object({ v: Type.Optional(Type.String({ maxLength: 64, description: 'Cache-busting version (ignored).' })) }, { additionalProperties: false }),
-    response: { status: 200, contentType: 'image/png', description: 'The logo (PNG)' },
+    response: { status: 200, contentType: 'image/png', description: 'The logo (PNG)' }, errors: ['not_found'],
     handler: async (ctx) => {
       const logo = await brandLogo(ctx.deps.db, ctx.principal.organizationId);
       return { status: 200, raw: logo.png, headers: { 'content-type': 'image/png', etag: `"${logo.sha256}"`, 'cache-control': 'private, max-age=300',

@@ -155,7 +155,7 @@ async function signing(ctx: Ctx<SignBodyT, unknown, unknown>): Promise<Signing> 
   return { ...meta, signature: { kind: 'drawn', png: img.image.png } };
 }
 
-const STATE_ERRORS = ['enterprise_status_conflict', 'idempotency_conflict'] as const;
+const STATE_ERRORS = ['not_found', 'state_conflict', 'idempotency_conflict'] as const;
 const pinned = (id: boolean) => (id ? 'the registration {id}' : 'the primary registration (its APPROVED one, else its newest)');
 
 export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
@@ -175,7 +175,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
     summary: 'Read the primary enterprise registration',
     description: 'Answers the organization\'s primary registration: its APPROVED one if it has one, else its newest '
       + 'registration that is not deleted. not_found when it has none. Read-only.',
-    examples: { response: { data: PENDING_EXAMPLE } }, response: { status: 200, schema: Data },
+    examples: { response: { data: PENDING_EXAMPLE } }, response: { status: 200, schema: Data }, errors: ['not_found'],
     handler: async (ctx) => ok(ctx)(await getRegistration(ctx.deps.db, ctx.principal.organizationId, null)),
   });
   routes.add({
@@ -189,7 +189,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
     method: 'PATCH', path: '/v1/caller-trust/enterprise/{id}', scope: 'caller_trust:write', tag: 'Enterprise Registration',
     summary: 'Edit a draft enterprise registration',
     description: 'Changes the given business details (at least one; nested objects are replaced whole) of a DRAFT. Any '
-      + 'other status: enterprise_status_conflict naming it. The generated (unsigned) LOA no longer matches and is '
+      + 'other status: state_conflict naming it. The generated (unsigned) LOA no longer matches and is '
       + 'dropped; generate-loa makes a new one.',
     examples: { request: { industry: 'Dental and orthodontic care' }, response: { data: { ...EXAMPLE, industry: 'Dental and orthodontic care' } } },
     params: IdParams, body: partialDetails('The business details to change.', { minProperties: 1 }),
@@ -200,7 +200,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
   routes.add({
     method: 'DELETE', path: '/v1/caller-trust/enterprise/{id}', scope: 'caller_trust:write', tag: 'Enterprise Registration',
     summary: 'Delete a draft or rejected enterprise registration',
-    description: 'Deletes a DRAFT or REJECTED registration (PENDING_VETTING and APPROVED: enterprise_status_conflict). '
+    description: 'Deletes a DRAFT or REJECTED registration (PENDING_VETTING and APPROVED: state_conflict). '
       + 'It is no longer readable; its record and LOAs are kept as history. Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' }, errors: [...STATE_ERRORS],
     handler: async (ctx) => {
@@ -270,7 +270,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
     summary: 'Re-sign a rejected enterprise registration',
     description: 'For a REJECTED registration: applies the corrections in changes (optional), generates a new LOA, signs it '
       + 'as sign-and-submit does and moves it back to PENDING_VETTING (a new vetting round; rejection_reasons are '
-      + 'cleared). Any other status: enterprise_status_conflict. Fires enterprise.status.updated.',
+      + 'cleared). Any other status: state_conflict. Fires enterprise.status.updated.',
     examples: { request: { ...SIGN_EXAMPLE, changes: { ein: '74-1234568' } }, response: { data: { ...PENDING_EXAMPLE, ein: '74-1234568' } } },
     params: IdParams, body: ResignBody, response: { status: 200, schema: Data }, errors: [...STATE_ERRORS, 'service_unavailable'],
     handler: async (ctx) => {

@@ -3,7 +3,6 @@ import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../../shared/c
 import { MOBILE_NETWORKS, RISK_LEVELS } from '../../shared/mobile-networks.ts';
 import { ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { getRemediation, listRemediations, openRemediation, remediationView, type RemediationRow } from '../../shared/caller-trust/reputation/remediation.ts';
-import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import { listReputation, ownedNumber, readEvidence, reputationView } from '../../shared/caller-trust/reputation/store.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { GatewayDeps, Plugin, Reply } from '../http/types.ts';
@@ -68,7 +67,7 @@ const CASE_EXAMPLE = {
   created_at: '2026-11-23T08:05:00.000Z', updated_at: '2026-11-23T08:05:00.000Z', in_review_at: null, closed_at: null,
 };
 
-const provider = (deps: GatewayDeps) => reputationProvider(deps.db, deps.config);
+const provider = (deps: GatewayDeps) => deps.reputation;
 
 export const callerTrustReputationRoutes: Plugin = (routes) => {
   routes.add({
@@ -148,13 +147,13 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       kind: Type.Union([Type.Literal('own_brand'), Type.Literal('umbrella')], { description: 'own_brand (needs an approved enterprise) or umbrella.' }),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Remediation }) },
-    errors: ['own_brand_not_approved', 'number_not_flagged', 'remediation_in_progress', 'spend_cap_reached', 'no_active_subscription',
-      'idempotency_conflict'],
+    errors: ['not_found', 'own_brand_not_approved', 'number_not_flagged', 'remediation_in_progress', 'spend_cap_reached',
+      'no_active_subscription', 'idempotency_conflict'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
       const reply = (r: RemediationRow): Reply => ({ status: 201, body: { data: remediationView(r) } });
       const p = provider(deps);
-      return reply(await openRemediation({ db: deps.db, redis: deps.redis, key: deps.key, redisPrefix: deps.config.redisPrefix, provider: p,
+      return reply(await openRemediation({ db: deps.db, redis: deps.redis, key: deps.key, queues: deps.queues, provider: p,
         firstPollMs: p.remediationPollMs }, principal.organizationId, body, ctx.idempotent(reply)));
     },
   });

@@ -7,52 +7,15 @@ import { exactSelection, selectCallerId, type CallerIdSelection } from '../../sh
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
-import { callView, viewOptions } from '../../shared/calls/views.ts';
-import { ApiError, notFound } from '../../shared/errors.ts';
+import { CallResponse, callView, viewOptions } from '../../shared/calls/views.ts';
+import { DomainError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Deprecation, Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 const Number164 = (description: string, extra: Record<string, unknown> = {}) => Type.String({ description, ...extra });
-const Ts = (description: string) => Type.String({ format: 'date-time', description });
 
-const Leg = Type.Object({
-  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')],
-    { description: 'connect: your phone rung first on a bridge; destination: the called party; browser: a browser softphone.' }),
-  number: Type.String({ description: 'The number this leg dials (E.164).' }),
-  status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED.' }),
-  end_reason: Nullable(Type.String(), 'Why the leg ended (busy, no_answer, remote_hangup, ...); null while it runs.'),
-  originated_at: Nullable(Ts('When the leg was dialed.'), 'When the leg was dialed; null before.'),
-  answered_at: Nullable(Ts('When the leg answered.'), 'When the leg answered; null if it did not.'),
-  ended_at: Nullable(Ts('When the leg ended.'), 'When the leg ended; null while it runs.'),
-}, { description: 'One carrier leg of the call.' });
-
-export const Call = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The call id (call_id in the 202 answer).' }),
-  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room'), Type.Literal('inbound')],
-    { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A), room (browser path B) or inbound (a call to your number).' }),
-  direction: Type.String({ description: 'outbound, or inbound for calls to your numbers.' }),
-  from_number: Type.String({ description: 'The caller ID shown to the called party (E.164).' }),
-  to_number: Type.String({ description: 'The called party (E.164).' }),
-  connect_number: Nullable(Type.String(), 'Bridge calls: your phone, rung first (E.164); null for other types.'),
-  agent_id: Nullable(Type.String(), 'AI calls: the saved agent used; null for inline settings and other types.'),
-  status: Type.String({ description: 'QUEUED, RINGING, ANSWERED (live); COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED (terminal).' }),
-  call_outcome: Nullable(Type.String(), 'How it went: new_call, answered, screened, busy, no_answer, voicemail, failed, canceled, connection_unconfirmed.'),
-  failure_code: Nullable(Type.String(), 'Asynchronous failure: busy, no_answer, number_unreachable, call_declined, carrier_rejected, voicemail_reached; null otherwise.'),
-  failure_category: Nullable(Type.String(), 'unreachable or voicemail when failure_code is set; null otherwise.'),
-  disconnection_reason: Nullable(Type.String(), 'What ended it: remote_hangup, connect_hangup, api_hangup, max_duration_reached, call_screened, caller_id_released, setup_timeout, ...'),
-  picked_up: Type.Boolean({ description: 'Whether a person answered (false for screening, voicemail and unanswered calls).' }),
-  duration_seconds: Nullable(Type.Integer(), 'Talk time in seconds; 0 when never answered, null when unknown (screening).'),
-  record: Type.Boolean({ description: 'Whether the call is recorded.' }),
-  cost_cents: Type.Integer({ description: 'Price in cents, set when the call ends (sandbox: 1 cent per started minute per answered leg).' }),
-  max_duration_seconds: Type.Integer({ description: 'The call-length limit: the call is ended automatically when reached.' }),
-  created_at: Ts('When the call was accepted.'),
-  answered_at: Nullable(Ts('When the called party answered.'), 'When the called party answered; null if not.'),
-  ended_at: Nullable(Ts('When the call ended.'), 'When the call ended; null while live.'),
-  legs: Type.Array(Leg, { description: 'The carrier legs, in dialing order.' }),
-  recording_url: Type.Optional(Nullable(Type.String(), 'Only for credentials with recordings:read: where to GET the '
-    + 'recording (audio/wav); null without a recording and always under a HIPAA content policy.')),
-}, { description: 'A call record.' });
+export const Call = CallResponse;
 
 const Accepted = Type.Object({
   call_id: Type.String({ format: 'uuid', description: 'The new call\'s id (GET /v1/calls/{id}).' }),
@@ -189,7 +152,7 @@ export const callRoutes: Plugin = (routes) => {
       const fields: Record<string, string> = {};
       if (body.from_number !== undefined && body.caller_id !== undefined) fields.caller_id = 'give from_number or caller_id (its deprecated name), not both';
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
-      if (Object.keys(fields).length) throw new ApiError('validation_error', 'Use one spelling per field.', { fields });
+      if (Object.keys(fields).length) throw new DomainError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
       const reply = ({ call }: Placed): Reply => ({
@@ -294,7 +257,9 @@ export const callRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/calls/{id}/recording', scope: 'recordings:read', tag: 'Calls',
     summary: 'Download a call recording',
     description: 'Streams the recording of a call placed with record: true, once it was answered and has ended: WAV, '
-      + 'G.711 μ-law, mono, 8 kHz, lasting exactly the talk time. Accepts one byte range (Range: bytes=a-b, a- or -n) '
+      + 'G.711 μ-law, mono, 8 kHz. The sandbox renders it from the transcript, lasting exactly the talk time; with the SIP '
+      + 'trunk carrier it is the call\'s real audio, both directions mixed, from the first RTP packet on, and not_found '
+      + 'for a moment after the call ended while the media process finishes writing it. Accepts one byte range (Range: bytes=a-b, a- or -n) '
       + 'answered 206 with Content-Range; a range starting past the end is 416; several or malformed ranges are '
       + 'ignored (200, whole file). not_found when the call has no recording (not recorded, not answered, not ended). '
       + 'Under a HIPAA content policy: content_policy_forbidden. When this gateway already streams its maximum of '
@@ -305,10 +270,12 @@ export const callRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, params }) => {
       const call = await callForContent(deps.db, principal.organizationId, params.id);
       if (!hasRecording(call)) {
-        throw new ApiError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
+        throw new DomainError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
       }
+      const file = await recordingStore(deps.config.recordingsDir, deps.log).file(call);
+      if (!file) throw new DomainError('not_found', `The recording of call ${params.id} is still being written: try again in a moment.`);
       return {
-        status: 200, file: await recordingStore(deps.config.recordingsDir, deps.log).file(call),
+        status: 200, file,
         headers: { 'content-type': 'audio/wav', 'content-disposition': `inline; filename="call-${call.id}.wav"` },
       };
     },

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { mergePolicy, policyView, readPolicy, writePolicy, policyFromRow, type PolicyRow } from '../../shared/compliance/policy.ts';
-import { isTimeZone, WEEKDAYS } from '../../shared/compliance/timezone.ts';
+import { PolicyResponse, WeekdaySchema } from '../../shared/compliance/schemas.ts';
+import { isTimeZone } from '../../shared/compliance/timezone.ts';
 import { addConsent, consentView, listConsents, revokeConsent, type ConsentRow } from '../../shared/contacts/consents.ts';
 import {
   callHistory, contactView, createContact, deleteContact, getContact, listContacts, updateContact, type ContactRow,
@@ -83,26 +84,9 @@ const Dnc = Type.Object({
   created_at: ISO('When it was listed.'),
 }, { description: 'A number on the organization\'s Do-Not-Call list.' });
 
-const Weekday = Type.Union(WEEKDAYS.map((d) => Type.Literal(d)), { description: 'A weekday: mon, tue, wed, thu, fri, sat or sun.' });
+const Weekday = WeekdaySchema;
 const HHMM = (description: string) => Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description });
-const Policy = Type.Object({
-  call_window: Type.Object({
-    enabled: Type.Boolean({ description: 'Whether calls are limited to the window (off for a new organization).' }),
-    start: Type.String({ description: 'Opening time, recipient\'s local time (HH:MM).' }),
-    end: Type.String({ description: 'Closing time, recipient\'s local time (HH:MM, exclusive; 24:00 allowed).' }),
-  }, { description: 'The calling window in the recipient\'s local time: the contact\'s timezone, else every zone of the number.' }),
-  allowed_days: Type.Object({
-    enabled: Type.Boolean({ description: 'Whether calls are limited to the days (off for a new organization).' }),
-    days: Type.Array(Weekday, { description: 'Weekdays calls are allowed on, in the recipient\'s local time.' }),
-  }, { description: 'The days calls are allowed on.' }),
-  frequency: Type.Object({
-    enabled: Type.Boolean({ description: 'Whether calls per number are limited (off for a new organization).' }),
-    max_calls: Type.Integer({ description: 'At most this many calls to one number ...' }),
-    period_hours: Type.Integer({ description: '... within any rolling period of this many hours.' }),
-  }, { description: 'The most calls to one number in a rolling period (every placed call counts, answered or not).' }),
-  consent_required: Type.Boolean({ description: 'Whether a call needs a live call consent of the number\'s contact (off for a new organization).' }),
-  updated_at: Nullable(Type.String({ format: 'date-time' }), 'When the policy was last changed; null: never set (every rule off).'),
-}, { description: 'The organization\'s call compliance policy. The Do-Not-Call list and opt-outs always apply.' });
+const Policy = PolicyResponse;
 
 const PolicyPatch = Type.Object({
   call_window: Type.Optional(Type.Object({
@@ -267,10 +251,10 @@ export const contactRoutes: Plugin = (routes) => {
   routes.add({
     method: 'DELETE', path: '/v1/contacts/{id}/consents/{consent_id}', scope: 'contacts:write', tag: 'Contacts',
     summary: 'Revoke a consent',
-    description: 'Revokes the consent record (kept, with revoked_at) and answers it. Revoking a revoked record answers 409 invalid_state.',
+    description: 'Revokes the consent record (kept, with revoked_at) and answers it. Revoking a revoked record answers 409 state_conflict.',
     examples: { response: { data: { ...CONSENT, status: 'revoked', revoked_at: '2026-11-22T10:00:00.000Z' } } },
     params: ConsentParams, response: { status: 200, schema: Type.Object({ data: Consent }) },
-    errors: ['invalid_state'],
+    errors: ['state_conflict'],
     handler: async (ctx) => {
       const reply = (c: ConsentRow): Reply => ({ status: 200, body: { data: consentView(c) } });
       return reply(await revokeConsent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.params.consent_id, ctx.idempotent(reply)));
@@ -299,7 +283,7 @@ export const contactRoutes: Plugin = (routes) => {
     body: Type.Object({ channel: Channel('The channel to opt out of: call or sms.'),
       source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'How the request was received (default api).' })) },
     { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: OptOut }) },
+    response: { status: 201, schema: Type.Object({ data: OptOut }), also: { 200: 'The number was already opted out: the record in force.' } },
     handler: async (ctx) => {
       const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
       const reply = (r: { row: OptOutRow; created: boolean }): Reply => ({ status: r.created ? 201 : 200, body: { data: optOutView(r.row) } });
@@ -310,10 +294,10 @@ export const contactRoutes: Plugin = (routes) => {
     method: 'DELETE', path: '/v1/contacts/{id}/opt-outs/{channel}', scope: 'contacts:write', tag: 'Contacts',
     summary: 'Opt a contact back in',
     description: 'Revokes the opt-out in force on the channel (the person asked to be contacted again) and answers the '
-      + 'revoked record; 409 invalid_state when the number is not opted out.',
+      + 'revoked record; 409 state_conflict when the number is not opted out.',
     examples: { response: { data: { ...OPT_OUT, status: 'revoked', revoked_at: '2026-11-22T10:00:00.000Z' } } },
     params: OptOutParams, response: { status: 200, schema: Type.Object({ data: OptOut }) },
-    errors: ['invalid_state'],
+    errors: ['state_conflict'],
     handler: async (ctx) => {
       const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
       const reply = (r: OptOutRow): Reply => ({ status: 200, body: { data: optOutView(r) } });
@@ -329,7 +313,7 @@ export const contactRoutes: Plugin = (routes) => {
     examples: { request: { phone_number: DNC.phone_number, reason: DNC.reason }, response: { data: DNC } },
     body: Type.Object({ phone_number: E164('The number to list (E.164).'),
       reason: Type.Optional(Type.String({ maxLength: 500, description: 'Why (free text).' })) }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: Dnc }) },
+    response: { status: 201, schema: Type.Object({ data: Dnc }), also: { 200: 'The number was already listed: the existing entry.' } },
     handler: async (ctx) => {
       checkE164('phone_number', ctx.body.phone_number);
       const reply = (r: { row: DncRow; created: boolean }): Reply => ({ status: r.created ? 201 : 200, body: { data: dncView(r.row) } });

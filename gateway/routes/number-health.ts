@@ -13,7 +13,7 @@ import {
   type AttemptRow, type SessionRow,
 } from '../../shared/number-health/sessions.ts';
 import { createSet, getSet, listSets, MEMBER_ROLES, MEMBER_STATES, setView, updateSet, type SetRow } from '../../shared/number-health/sets.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { Call } from './calls.ts';
@@ -561,7 +561,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Call }) },
     handler: async ({ deps, principal, body, baseUrl }) => {
-      if (deps.config.carrier !== 'sandbox') throw new ApiError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
+      if (deps.config.carrier !== 'sandbox') throw new DomainError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
       const call = await simulateInboundCall(deps.db, principal, body, deps.clock.now(), deps.config.sandboxTimeScale) as CallRow;
       return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, hipaa: false }) } };
     },

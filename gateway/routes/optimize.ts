@@ -1,6 +1,6 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
-import { BOT_USER_AGENT, Collector, type CollectOutcome } from '../../shared/optimize/collector.ts';
+import { BOT_USER_AGENT, Collector, type CollectVerdict } from '../../shared/optimize/collector.ts';
 import { evaluateTest } from '../../shared/optimize/completion.ts';
 import { conversionView, listConversions, recordConversion, type ConversionResult } from '../../shared/optimize/conversions.ts';
 import { GOAL_TYPES, URL_MATCH_TYPES } from '../../shared/optimize/goals.ts';
@@ -161,6 +161,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       public_key: Type.String({ description: 'The property\'s public key (identifies it; grants nothing else).' }),
       script_tag: Type.String({ description: 'The tag to paste into <head>.' }),
     }, { description: 'The snippet.' }) }) },
+    errors: ['not_found'],
     handler: async (ctx) => {
       const p = await getProperty(ctx.deps.db, ctx.principal.organizationId, ctx.query.property_id);
       return { status: 200, body: { data: { property_id: p.id, public_key: p.public_key, script_tag: scriptTag(ctx.baseUrl, p.public_key) } } };
@@ -228,8 +229,8 @@ export const optimizeRoutes: Plugin = (routes) => {
     description: 'Changes name, hypothesis, page_url or traffic_split, and/or moves the test with status: running starts a draft or '
       + 'resumes a paused test (optimize.test.started), paused pauses a running one. Allowed moves: draft → running, archived; '
       + 'running → paused, completed (results rule), shipped, archived; paused → running, shipped, archived; completed → shipped, '
-      + 'archived; shipped → archived; archived → none. An illegal move answers 409 test_state_conflict with fields.status the '
-      + 'current status. page_url and traffic_split change only while draft, running or paused.',
+      + 'archived; shipped → archived; archived → none. An illegal move answers 409 state_conflict with fields.entity '
+      + 'optimize_test and fields.status the current status. page_url and traffic_split change only while draft, running or paused.',
     examples: { request: { status: 'paused' }, response: { data: { ...TEST_EXAMPLE, status: 'paused' } } },
     params: IdParams,
     body: Type.Object({
@@ -240,16 +241,16 @@ export const optimizeRoutes: Plugin = (routes) => {
       status: Type.Optional(Type.Union([Type.Literal('running'), Type.Literal('paused')], { description: 'running starts or resumes; paused pauses.' })),
     }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: TestOut }) },
-    errors: ['test_state_conflict'],
+    errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await updateTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(testReply(200)))),
   });
   routes.add({
     method: 'DELETE', path: '/v1/optimize/tests/{id}', scope: 'optimize:write', tag: TAG, summary: 'Archive a test',
     description: 'Archives the test: it stops serving and counting; its results stay readable and a shipped variant stays shipped. '
-      + 'Archiving an archived test answers 409 test_state_conflict.',
+      + 'Archiving an archived test answers 409 state_conflict.',
     examples: { response: { data: { ...TEST_EXAMPLE, status: 'archived' } } }, params: IdParams,
     response: { status: 200, schema: Type.Object({ data: TestOut }) },
-    errors: ['test_state_conflict'],
+    errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await archiveTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(testReply(200)))),
   });
   routes.add({
@@ -261,7 +262,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     params: IdParams,
     body: Type.Object({ variant_id: Type.String({ description: 'The variant to make permanent.' }) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: TestOut }) },
-    errors: ['test_state_conflict'],
+    errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await shipTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.variant_id, ctx.idempotent(testReply(200)))),
   });
   routes.add({
@@ -345,7 +346,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       test_id: Type.String({ description: 'The test.' }),
       variant_id: Type.String({ description: 'The visitor\'s recorded variant.' }),
     }, { description: 'The outcome.' }) }) },
-    errors: ['visitor_not_assigned'],
+    errors: ['not_found', 'visitor_not_assigned'],
     handler: async (ctx) => {
       const reply = (r: ConversionResult): Reply => ({ status: 200, body: { data: r } });
       const { db, redis, key } = ctx.deps;
@@ -358,6 +359,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     examples: { response: { data: [CONVERSION_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object({ test_id: Type.String({ description: 'The test.' }), ...PageQuery }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(ConversionOut, { description: 'The conversions.' }), meta: ListMeta }) },
+    errors: ['not_found'],
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params(`optimize-conversions:${query.test_id}`, query);
       const rows = await listConversions(deps.db, principal.organizationId, query.test_id, page);
@@ -381,6 +383,9 @@ const CollectOutcomeSchema = Type.Object({
     + 'beacon was not read (malformed, rate limited, a server failure).' }),
   reason: Type.Optional(Type.String({ description: 'Why nothing was counted, when that is the case.' })),
 }, { description: 'What the collector did with the beacon (every answer, errors included).' });
+
+/** The collector's answer to each verdict of shared/optimize/collector.ts. */
+const COLLECT_STATUS: Record<CollectVerdict, number> = { taken: 202, malformed: 400, foreign_origin: 403, unknown_key: 404 };
 
 /** How the public tag and collector appear in the OpenAPI document (they are raw routes: no API key, no envelope). */
 export const OPTIMIZE_PUBLIC_DOCS: RawRouteDoc[] = [
@@ -474,12 +479,13 @@ export function registerOptimizePublic(gateway: HttpGateway): void {
   gateway.addRaw('OPTIONS' as 'POST', '/v1/optimize/collect', () => ({ status: 204, contentType: 'text/plain', body: '', headers: {
     ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '86400' } }));
   // Every answer of the collector, errors included, is its own JSON ({status, accepted, ignored, reason}).
-  const outcome = (out: CollectOutcome, headers: Record<string, string> = cors): RawReply =>
+  const outcome = (out: Static<typeof CollectOutcomeSchema>, headers: Record<string, string> = cors): RawReply =>
     ({ status: out.status, contentType: 'application/json', body: JSON.stringify(out), headers });
   const refused = (status: number, reason: string) => ({ status, accepted: 0, ignored: 0, reason });
   gateway.addRaw('POST', '/v1/optimize/collect', async (req) => {
     const d = await limiter.take(key('rl', 'optimize', req.remote), optimize.collectLimit);
     if (!d.allowed) return outcome(refused(429, 'rate limited'), { ...cors, 'retry-after': String(d.resetSeconds) });
-    return outcome(await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers)));
+    const { verdict, ...counts } = await collector.accept(req.body, req.headers['user-agent'], pageHost(req.headers));
+    return outcome({ status: COLLECT_STATUS[verdict], ...counts });
   }, { failure: (status, reason) => outcome(refused(status, reason)) });
 }

@@ -5,16 +5,12 @@ import {
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
+import { PhoneNumberDetailResponse } from '../../shared/numbers/schemas.ts';
 import type { Plugin, Reply } from '../http/types.ts';
-import { PHONE_NUMBER_EXAMPLE, PhoneNumber } from './phone-numbers.ts';
-import { Nullable } from './schemas.ts';
+import { PHONE_NUMBER_EXAMPLE } from './phone-numbers.ts';
 
 
-export const PhoneNumberDetail = Type.Composite([PhoneNumber, Type.Object({
-  area_code: Type.String({ description: 'The three-digit area code.' }),
-  activated_at: Nullable(Type.String({ format: 'date-time' }), 'When the number turned ACTIVE; null before.'),
-  released_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was released; null while held.'),
-})], { description: 'A phone number with its lifecycle status.' });
+export const PhoneNumberDetail = PhoneNumberDetailResponse;
 
 export const DETAIL_EXAMPLE = { ...PHONE_NUMBER_EXAMPLE, area_code: '415', activated_at: '2026-11-20T15:04:07.000Z', released_at: null };
 
@@ -75,7 +71,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
       const reply = (r: LifecycleRow): Reply => ({ status: 202, body: { data: numberDetailView(r) } });
       const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
       try {
-        await enqueueProvisioning(deps.redis, deps.config, row.id);
+        await enqueueProvisioning(deps.queues, deps.config, row.id);
       } catch (err) {
         // The workers' provisioning sweep picks the number up; the purchase itself is committed.
         deps.log.warn({ err: (err as Error).message, phone_id: row.id }, 'provisioning enqueue failed; left to the sweep');

@@ -1,19 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import { ApiError, validationError } from '../../shared/errors.ts';
+import { DomainError, validationError } from '../../shared/errors.ts';
 import { parseE164 } from '../../shared/phone/e164.ts';
 import { INBOX_LIST_MAX, inboxEntryView, readInbox } from '../../shared/sandbox/inbox.ts';
+import { InboxEntryResponse } from '../../shared/sandbox/schemas.ts';
 import type { Plugin } from '../http/types.ts';
 
 // The sandbox's test inbox: what the simulated carrier delivered to external numbers (shared/sandbox/inbox.ts).
 
-const Entry = Type.Object({
-  id: Type.Integer({ description: 'Increasing id of the entry.' }),
-  phone_number: Type.String({ description: 'The external number it was delivered to (E.164).' }),
-  channel: Type.Literal('voice', { description: 'voice: something a call said.' }),
-  kind: Type.String({ description: 'What produced it: caller_id_verification_call.' }),
-  text: Type.String({ description: 'What was said (a verification call speaks the code\'s digits, twice).' }),
-  created_at: Type.String({ format: 'date-time', description: 'When it was delivered.' }),
-}, { description: 'One thing the sandbox carrier delivered to an external number.' });
+const Entry = InboxEntryResponse;
 
 export const sandboxRoutes: Plugin = (routes) => {
   routes.add({
@@ -26,8 +20,9 @@ export const sandboxRoutes: Plugin = (routes) => {
       created_at: '2026-11-20T15:04:05.000Z' }] } },
     query: Type.Object({ phone_number: Type.String({ maxLength: 32, description: 'The external number (E.164).' }) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Entry, { description: 'Deliveries, newest first.' }) }) },
+    errors: ['not_found'],
     handler: async ({ deps, principal, query }) => {
-      if (deps.config.carrier !== 'sandbox') throw new ApiError('not_found', 'The sandbox inbox exists only with the sandbox carrier.');
+      if (deps.config.carrier !== 'sandbox') throw new DomainError('not_found', 'The sandbox inbox exists only with the sandbox carrier.');
       if (!parseE164(query.phone_number)) throw validationError({ phone_number: 'must be an E.164 number, e.g. +12125550187' });
       const rows = await readInbox(deps.db, principal.organizationId, query.phone_number);
       return { status: 200, body: { data: rows.map(inboxEntryView) } };

@@ -1,15 +1,7 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 
-/** A field that is the schema's type or null; the description goes on the field (the union). */
-export const Nullable = <T extends TSchema>(s: T, description?: string) =>
-  Type.Union([s, Type.Null()], description ? { description } : {});
-
-/** meta of every list envelope. */
-export const ListMeta = Type.Object({
-  cursor: Type.Optional(Type.String({ description: 'Pass as ?cursor= to get the next page; absent on the last page.' })),
-  total_results: Type.Optional(Type.Integer({ description: 'How many items the whole list has (lists that count them).' })),
-  page_size: Type.Integer({ description: 'The page size used (the limit).' }),
-}, { description: 'Paging information.' });
+// The envelopes' building blocks live beside the views (shared/response-schemas.ts); the routes import them here too.
+export { ListMeta, Nullable } from '../../shared/response-schemas.ts';
 
 /** Path parameter {id} of resources with uuid ids. */
 export const UuidIdParams = (what: string) => Type.Object({ id: Type.String({ description: `The ${what} id (uuid).` }) });

@@ -7,34 +7,13 @@ import {
 } from '../../shared/sms/registration.ts';
 import { registrationProvider } from '../../shared/sms/sandbox-registration.ts';
 import { MAX_SEGMENTS } from '../../shared/sms/segments.ts';
+import { MESSAGE_STATUSES, MessageResponse, RegistrationResponse } from '../../shared/sms/schemas.ts';
 import type { GatewayDeps, Plugin, Reply } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 const E164 = (description: string) => Type.String({ minLength: 1, maxLength: 32, description });
-const ISO = (description: string) => Type.String({ format: 'date-time', description });
-const STATUSES = ['queued', 'sent', 'delivered', 'undelivered', 'failed', 'received'] as const;
 
-const Message = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The message id.' }),
-  phone_number: Type.String({ description: 'The remote party: the recipient of an outbound message, the sender of an inbound one.' }),
-  from_number: Type.String({ description: 'Who sent it (your number for outbound).' }),
-  to_number: Type.String({ description: 'Who it was sent to (your number for inbound).' }),
-  direction: Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], { description: 'outbound (sent by you) or inbound (a reply).' }),
-  status: Type.Union(STATUSES.map((s) => Type.Literal(s)), {
-    description: 'Outbound: queued, then sent (the carrier accepted it), then delivered or undelivered; failed when the '
-      + 'carrier refused it, the recipient opted out or the spend cap refused it. Inbound: received.' }),
-  body: Type.String({ description: 'The text.' }),
-  encoding: Type.Union([Type.Literal('GSM-7'), Type.Literal('UCS-2')], { description: 'GSM-7 when every character is in the GSM 03.38 alphabet, else UCS-2.' }),
-  segments: Type.Integer({ description: 'Segments the body takes (what is charged): 160/153 GSM-7 or 70/67 UCS-2 characters each.' }),
-  provider_id: Nullable(Type.String(), 'The carrier\'s id of the message; null until handed over.'),
-  error_message: Nullable(Type.String(), 'Why it failed or was undelivered (a carrier error, recipient_opted_out or spend_cap_reached); else null.'),
-  auto_reply_to: Nullable(Type.String(), 'For an automatic reply to STOP/START/HELP: the inbound message it answers.'),
-  channel: Type.Literal('sms', { description: 'Always sms.' }),
-  created_at: ISO('When it was accepted or received.'),
-  sent_at: Nullable(ISO('When the carrier accepted it.'), 'When the carrier accepted it; null before.'),
-  delivered_at: Nullable(ISO('When the handset received it.'), 'When the handset received it; null unless delivered.'),
-  updated_at: ISO('When its status last changed.'),
-}, { description: 'An SMS message.' });
+const Message = MessageResponse;
 
 const MESSAGE_EXAMPLE = {
   id: '0193a4e1-2b3c-7d4e-8f50-61a2b3c4d5e6', phone_number: '+12125550187', from_number: '+14155550123', to_number: '+12125550187',
@@ -59,21 +38,7 @@ const Campaign = Type.Object({
   message_flow: Type.String({ minLength: 20, maxLength: 1000, description: 'How recipients give consent (opt in).' }),
 }, { additionalProperties: false, description: 'What is sent: the campaign.' });
 
-const Registration = Type.Object({
-  id: Nullable(Type.String({ format: 'uuid' }), 'The registration id; null when none was submitted.'),
-  status: Type.Union(['none', 'pending', 'approved', 'rejected'].map((s) => Type.Literal(s)), {
-    description: 'none (never submitted), pending (being vetted), approved (texting allowed), rejected (see rejection_reason; submit again).' }),
-  brand: Nullable(Type.Object({}, { additionalProperties: true }), 'The submitted brand; null when none.'),
-  campaign: Nullable(Type.Object({}, { additionalProperties: true }), 'The submitted campaign; null when none.'),
-  provider: Nullable(Type.String(), 'Who vets it (sandbox).'),
-  rejection_reason: Nullable(Type.String(), 'Why vetting rejected it; null unless rejected.'),
-  submitted_at: Nullable(ISO('When it was last submitted.'), 'When it was last submitted.'),
-  decided_at: Nullable(ISO('When vetting decided.'), 'When vetting decided; null while pending.'),
-  numbers: Type.Array(Type.Object({
-    phone_number: Type.String({ description: 'A number of the organization.' }),
-    texting_status: Type.String({ description: 'not_registered, pending, registered or rejected.' }),
-  }, { description: 'A number and its texting status.' }), { description: 'Each held number\'s texting_status.' }),
-}, { description: 'The organization\'s texting (A2P 10DLC) registration.' });
+const Registration = RegistrationResponse;
 
 const BRAND_EXAMPLE = { legal_name: 'Acme Dental LLC', ein: '12-3456789', website: 'https://acmedental.example', vertical: 'healthcare', country: 'US' };
 const CAMPAIGN_EXAMPLE = {
@@ -121,7 +86,7 @@ export const smsRoutes: Plugin = (routes) => {
     errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'no_active_subscription', 'recipient_opted_out', 'idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (m: MessageRow): Reply => ({ status: 202, body: { data: messageView(m) } });
-      return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal, ctx.body,
+      return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.queues), ctx.principal, ctx.body,
         ctx.idempotent(reply)));
     },
   });
@@ -134,7 +99,7 @@ export const smsRoutes: Plugin = (routes) => {
     query: Type.Object({
       ...PageQuery,
       direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], { description: 'Only this direction.' })),
-      status: Type.Optional(Type.Union(STATUSES.map((s) => Type.Literal(s)), { description: 'Only this status.' })),
+      status: Type.Optional(Type.Union(MESSAGE_STATUSES.map((s) => Type.Literal(s)), { description: 'Only this status.' })),
       phone_number: Type.Optional(E164('Only messages with this remote party.')),
       local_number: Type.Optional(E164('Only messages sent from or received on this number of yours.')),
     }, { additionalProperties: false }),
@@ -171,17 +136,17 @@ export const smsRoutes: Plugin = (routes) => {
     method: 'POST', path: '/v1/sms/registration', scope: 'sms:write', tag: 'SMS', summary: 'Submit the texting registration',
     description: 'Submits a brand and a campaign for A2P 10DLC vetting: the registration becomes pending (202) and its '
       + 'numbers\' texting_status pending; vetting then approves it (numbers registered, texting allowed) or rejects it '
-      + 'with a rejection_reason. Allowed when there is none or it was rejected; 409 texting_registration_conflict while '
+      + 'with a rejection_reason. Allowed when there is none or it was rejected; 409 state_conflict while '
       + 'pending or approved. Every status change fires TEXTING_REGISTRATION_STATUS_CHANGED. The sandbox vets in 3 s and '
       + 'rejects an EIN starting with 00 (brand_identity_unverified) and sample messages without opt-out language '
       + '(campaign_opt_out_language_missing).',
     examples: { request: { brand: BRAND_EXAMPLE, campaign: CAMPAIGN_EXAMPLE }, response: { data: REGISTRATION_EXAMPLE } },
     body: Type.Object({ brand: Brand, campaign: Campaign }, { additionalProperties: false }),
     response: { status: 202, description: 'Submitted: the registration, pending.', schema: Type.Object({ data: Registration }) },
-    errors: ['texting_registration_conflict', 'idempotency_conflict'],
+    errors: ['state_conflict', 'idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (r: Submitted): Reply => ({ status: 202, body: { data: registrationView(r.row, r.numbers) } });
-      return reply(await submitRegistration(ctx.deps.db, registrationProvider(ctx.deps.redis, ctx.deps.config), ctx.principal.organizationId,
+      return reply(await submitRegistration(ctx.deps.db, registrationProvider(ctx.deps.queues, ctx.deps.config), ctx.principal.organizationId,
         ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -215,7 +180,7 @@ export const smsRoutes: Plugin = (routes) => {
     errors: ['idempotency_conflict'],
     handler: async (ctx) => {
       const reply = (r: InboundResult): Reply => ({ status: 201, body: { data: inboundView(r) } });
-      return reply(await receiveInbound(ctx.deps.db, sendQueue(ctx.deps.redis, ctx.deps.config.redisPrefix), ctx.principal.organizationId,
+      return reply(await receiveInbound(ctx.deps.db, sendQueue(ctx.deps.queues), ctx.principal.organizationId,
         ctx.body, ctx.idempotent(reply)));
     },
   });

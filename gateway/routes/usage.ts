@@ -12,6 +12,7 @@ const ByPath = (what: string) => Type.Object({
   ai: Type.Number({ description: `${what} of AI calls (POST /v1/calls).` }),
   webrtc: Type.Number({ description: `${what} of browser calls, path A (POST /v1/webrtc-token).` }),
   room: Type.Number({ description: `${what} of browser calls, path B (POST /v1/room-token).` }),
+  inbound: Type.Number({ description: `${what} of inbound calls (calls to your numbers).` }),
 }, { description: `${what} by calling path.` });
 
 const Period = Type.Object({
@@ -29,7 +30,7 @@ const Period = Type.Object({
   }, { description: 'Spend in cents.' }),
 }, { description: 'Usage of one day or month.' });
 
-const byPath = (total: number, bridge: number, ai: number, webrtc: number, room: number) => ({ total, bridge, ai, webrtc, room });
+const byPath = (total: number, bridge: number, ai: number, webrtc: number, room: number, inbound = 0) => ({ total, bridge, ai, webrtc, room, inbound });
 const DAY_EXAMPLE = {
   period: '2026-11-23', calls: byPath(14, 6, 5, 2, 1), minutes: byPath(41, 24, 11, 4, 2), sms_segments: 30, reputation_checks: 2,
   spend_cents: { total: 158, calls: 82, sms: 60, reputation_checks: 16, remediation: 0 },

@@ -2,44 +2,19 @@ import { Type } from '@sinclair/typebox';
 import { PageQuery } from '../../shared/pagination.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/event-types.ts';
 import {
-  attemptView, createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
-  subscriptionView, type CreatedSubscription,
+  createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
+  type CreatedSubscription as CreatedRow,
 } from '../../shared/webhooks/subscriptions.ts';
+import {
+  AttemptResponse, attemptView, CreatedSubscriptionResponse, SubscriptionResponse, subscriptionView,
+} from '../../shared/webhooks/views.ts';
 import type { Plugin, Reply } from '../http/types.ts';
-import { ListMeta, Nullable } from './schemas.ts';
+import { ListMeta } from './schemas.ts';
 
 
-const Subscription = Type.Object({
-  id: Type.String({ description: 'The subscription id (fixed prefix whsub_).' }),
-  webhook_url: Type.String({ format: 'uri', description: 'Where events are POSTed.' }),
-  event_type: Type.String({ description: 'The event type delivered to this URL.' }),
-  workflow_id: Nullable(Type.String(), 'Your own workflow reference, echoed back; null when not given.'),
-  campaign_id: Nullable(Type.String(), 'Your own campaign reference, echoed back; null when not given.'),
-  status: Type.Union([Type.Literal('active'), Type.Literal('disabled')],
-    { description: 'active, or disabled after the receiver answered 410 Gone (turn it back on with .../enable).' }),
-  disabled_reason: Nullable(Type.String(), 'Why it was disabled; null while active.'),
-  disabled_at: Nullable(Type.String({ format: 'date-time' }), 'When it was disabled; null while active.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the subscription was created.' }),
-}, { description: 'A webhook subscription.' });
-
-const CreatedSubscription = Type.Composite([Subscription, Type.Object({
-  secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_...). Shown only in this response: store it.' }),
-})], { description: 'The new subscription with its signing secret.' });
-
-const DeliveryAttempt = Type.Object({
-  id: Type.Integer({ description: 'The attempt id.' }),
-  webhook_id: Type.String({ description: 'Delivery id: the webhook-id header, the same on every retry of one delivery.' }),
-  event_id: Type.String({ format: 'uuid', description: 'The event delivered.' }),
-  event_type: Type.String({ description: 'The event\'s type.' }),
-  attempt: Type.Integer({ minimum: 1, description: 'Which attempt of this delivery (1 to 14).' }),
-  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retrying'), Type.Literal('failed')],
-    { description: 'succeeded (a 2xx), retrying (another attempt is scheduled) or failed (no more attempts).' }),
-  response_status: Nullable(Type.Integer(), 'The receiver\'s HTTP status; null without a response.'),
-  latency_ms: Type.Integer({ description: 'How long the attempt took.' }),
-  error: Nullable(Type.String(), 'What went wrong (e.g. "HTTP 500", "timeout after 10000 ms"); null on success.'),
-  attempted_at: Type.String({ format: 'date-time', description: 'When the attempt was made.' }),
-  next_attempt_at: Nullable(Type.String({ format: 'date-time' }), 'When the next attempt is due; null when none is.'),
-}, { description: 'One delivery attempt.' });
+const Subscription = SubscriptionResponse;
+const CreatedSubscription = CreatedSubscriptionResponse;
+const DeliveryAttempt = AttemptResponse;
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'The subscription id (whsub_...).' }) });
 
@@ -78,7 +53,7 @@ export const webhookRoutes: Plugin = (routes) => {
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
     errors: ['subscription_exists', 'subscription_limit_exceeded'],
     handler: async (ctx) => {
-      const reply = (data: CreatedSubscription): Reply => ({ status: 201, body: { data } });
+      const reply = (data: CreatedRow): Reply => ({ status: 201, body: { data } });
       return reply(await createSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.deps.config.webhookAllowInsecure,
         ctx.idempotent(reply)));
     },

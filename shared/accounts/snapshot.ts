@@ -142,6 +142,8 @@ class AccountReader {
   }
 }
 
+// The snapshots kept of the database this handle reaches; still a module-level memo (docs/status.md: the gateway's
+// auth path would own it once the stage pipeline lands).
 const readers = new WeakMap<Db, AccountReader>();
 const readerOf = (db: Db) => {
   let r = readers.get(db);

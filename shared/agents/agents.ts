@@ -22,16 +22,6 @@ export interface AgentRow extends Agent {
 /** A new saved agent: a name, the rest defaulted. */
 export type AgentInput = Pick<Agent, 'name'> & Partial<Agent>;
 
-export const agentView = (a: AgentRow) => ({
-  id: a.id,
-  name: a.name,
-  greeting: a.greeting,
-  prompt: a.prompt,
-  voice: a.voice,
-  created_at: a.created_at.toISOString(),
-  updated_at: a.updated_at.toISOString(),
-});
-
 export async function createAgent(db: Db, organizationId: string, a: AgentInput, within?: WithinTx<AgentRow>): Promise<AgentRow> {
   return writeWithin(db, within, (q) => q.one(
     `INSERT INTO agents (id, organization_id, name, greeting, prompt, voice) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,

@@ -28,6 +28,15 @@ export function mulawToLinear(byte: number): number {
   return u & 0x80 ? -magnitude : magnitude;
 }
 
+/** Decodes an A-law byte (G.711 PCMA) to a signed 16-bit linear sample. */
+export function alawToLinear(byte: number): number {
+  const a = byte ^ 0x55;
+  const exponent = (a >> 4) & 0x07;
+  const mantissa = a & 0x0f;
+  const magnitude = exponent === 0 ? (mantissa << 4) + 8 : ((mantissa << 4) + 0x108) << (exponent - 1);
+  return a & 0x80 ? magnitude : -magnitude;
+}
+
 /** Bytes before the samples in a μ-law WAV (RIFF, fmt with its cbSize, fact, data chunk headers). */
 export const MULAW_WAV_HEADER_BYTES = 58;
 

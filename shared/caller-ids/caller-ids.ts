@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { CallerIdResponse } from './schemas.ts';
 // Caller IDs: external numbers an organization proves it controls, by answering a call that speaks a code, so it
 // may use them as from_number. The rules of adding, verifying and removing live here; where a verified caller ID
 // is accepted as a caller ID is shared/caller-ids/standing.ts.
@@ -5,7 +7,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { BLOCK_MESSAGES, classifyDestination } from '../calls/destinations.ts';
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import { parseE164 } from '../phone/e164.ts';
@@ -37,7 +39,7 @@ export interface CallerIdRow {
   updated_at: Date;
 }
 
-export const callerIdView = (r: CallerIdRow) => {
+export const callerIdView = (r: CallerIdRow): Static<typeof CallerIdResponse> => {
   const live = r.status === 'pending' && r.code_hash !== null;
   return {
     id: r.id,
@@ -106,7 +108,7 @@ export async function addCallerId(db: Db, organizationId: string, input: AddCall
     const own = await tx.oneOrNone<{ id: string }>(
       `SELECT id FROM phone_numbers WHERE organization_id = $1 AND phone_number = $2 AND status <> 'RELEASED'`, [organizationId, n]);
     if (own) {
-      throw new ApiError('caller_id_exists', `${n} is already a number of your organization; use it as from_number directly.`,
+      throw new DomainError('caller_id_exists', `${n} is already a number of your organization; use it as from_number directly.`,
         { fields: { phone_number: `is your organization's number ${own.id}` } });
     }
     // The verification call would reach the platform itself, not the holder: never proof of control.
@@ -114,13 +116,13 @@ export async function addCallerId(db: Db, organizationId: string, input: AddCall
     const dup = await tx.oneOrNone<{ id: string }>(
       'SELECT id FROM caller_ids WHERE organization_id = $1 AND phone_number = $2 AND removed_at IS NULL', [organizationId, n]);
     if (dup) {
-      throw new ApiError('caller_id_exists', `${n} is already a caller ID of your organization.`,
+      throw new DomainError('caller_id_exists', `${n} is already a caller ID of your organization.`,
         { fields: { phone_number: 'is already a caller ID', conflicts_with: dup.id } });
     }
     const { count } = await tx.one<{ count: number }>(
       'SELECT count(*)::int AS count FROM caller_ids WHERE organization_id = $1 AND removed_at IS NULL', [organizationId]);
     if (count >= CALLER_ID_LIMIT) {
-      throw new ApiError('caller_id_limit_exceeded', `Your organization holds ${count} caller IDs, the most it may hold (${CALLER_ID_LIMIT}).`,
+      throw new DomainError('caller_id_limit_exceeded', `Your organization holds ${count} caller IDs, the most it may hold (${CALLER_ID_LIMIT}).`,
         { resolutionHint: 'Remove a caller ID you no longer use (DELETE /v1/caller-ids/{id}).' });
     }
     const row = await tx.one<CallerIdRow>(`INSERT INTO caller_ids (id, organization_id, phone_number, name) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
@@ -131,7 +133,7 @@ export async function addCallerId(db: Db, organizationId: string, input: AddCall
 }
 
 const alreadyVerified = (r: CallerIdRow) =>
-  new ApiError('caller_id_already_verified', `Caller ID ${r.id} is already verified (status verified).`);
+  new DomainError('caller_id_already_verified', `Caller ID ${r.id} is already verified (status verified).`);
 
 /** Places a verification call speaking a new code (replacing any earlier code, and clearing a lockout). */
 export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrier'>, organizationId: string, id: string,
@@ -149,8 +151,8 @@ export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrie
          FROM caller_id_verification_calls WHERE caller_id_id = $1 AND placed_at > now() - interval '1 hour'`, [id]);
     if (recent.count >= MAX_CALLS_PER_HOUR) {
       const retry = Math.max(1, recent.retry_after ?? 1);
-      throw new ApiError('rate_limited', `At most ${MAX_CALLS_PER_HOUR} verification calls per caller ID per hour; retry after ${retry} s.`,
-        { headers: { 'Retry-After': String(retry) } });
+      throw new DomainError('rate_limited', `At most ${MAX_CALLS_PER_HOUR} verification calls per caller ID per hour; retry after ${retry} s.`,
+        { retryAfterSeconds: retry });
     }
     const code = String(randomInt(0, 10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0');
     const updated = await tx.one<CallerIdRow>(
@@ -167,7 +169,7 @@ export async function placeVerificationCall(db: Db, config: Pick<Config, 'carrie
 
 type ConfirmOutcome =
   | { ok: true; row: CallerIdRow }
-  | { ok: false; error: ApiError };
+  | { ok: false; error: DomainError };
 
 /** Checks a code against the live one (constant-time). A wrong code counts an attempt, committed before the
  *  error is answered; the last allowed wrong attempt locks the code. */
@@ -183,15 +185,15 @@ export async function confirmCallerId(db: Db, organizationId: string, id: string
     if (row.status === 'verified') return { ok: false, error: alreadyVerified(row) };
     const again = 'Place a new verification call (POST /v1/caller-ids/{id}/verify).';
     if (row.locked_at) {
-      return { ok: false, error: new ApiError('verification_locked',
+      return { ok: false, error: new DomainError('verification_locked',
         `The code of caller ID ${id} is locked after ${MAX_CODE_ATTEMPTS} wrong attempts.`, { resolutionHint: again }) };
     }
     if (!row.code_hash) {
-      return { ok: false, error: new ApiError('verification_not_started', `No verification call has been placed for caller ID ${id} (status pending).`,
+      return { ok: false, error: new DomainError('verification_not_started', `No verification call has been placed for caller ID ${id} (status pending).`,
         { resolutionHint: again }) };
     }
     if (row.code_expires_at! <= (await tx.one<{ now: Date }>('SELECT now()')).now) {
-      return { ok: false, error: new ApiError('verification_code_expired',
+      return { ok: false, error: new DomainError('verification_code_expired',
         `The code of caller ID ${id} expired at ${row.code_expires_at!.toISOString()} (codes are valid ${CODE_TTL_SECONDS / 60} minutes).`,
         { resolutionHint: again }) };
     }
@@ -206,12 +208,12 @@ export async function confirmCallerId(db: Db, organizationId: string, id: string
     if (attempts >= MAX_CODE_ATTEMPTS) {
       await tx.none(`UPDATE caller_ids SET code_attempts = $2, code_hash = NULL, code_expires_at = NULL, locked_at = now(),
         updated_at = now() WHERE id = $1`, [id, attempts]);
-      return { ok: false, error: new ApiError('verification_locked',
+      return { ok: false, error: new DomainError('verification_locked',
         `Wrong code; the code of caller ID ${id} is now locked after ${MAX_CODE_ATTEMPTS} wrong attempts.`, { resolutionHint: again }) };
     }
     await tx.none('UPDATE caller_ids SET code_attempts = $2, updated_at = now() WHERE id = $1', [id, attempts]);
     const left = MAX_CODE_ATTEMPTS - attempts;
-    return { ok: false, error: new ApiError('verification_code_incorrect', `Wrong code; ${left} attempt${left === 1 ? '' : 's'} left.`,
+    return { ok: false, error: new DomainError('verification_code_incorrect', `Wrong code; ${left} attempt${left === 1 ? '' : 's'} left.`,
       { fields: { code: `is not the code the verification call spoke (${left} attempt${left === 1 ? '' : 's'} left)` } }) };
   });
   if (!outcome.ok) throw outcome.error;

@@ -5,7 +5,7 @@
 // organization holds on the platform (it may have bought the number after the verification) with 409
 // caller_id_held_elsewhere; anything else is left to the path's own answer.
 import type { Db, Tx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 
 /** SQL: whether an organization other than `org` holds `number` now (not released; phone_numbers_held allows one
  *  holder). `org` and `number` are SQL expressions (columns or parameters). */
@@ -18,8 +18,8 @@ export async function heldElsewhere(q: Db | Tx, organizationId: string, number: 
 }
 
 /** The refusal of a number another organization holds; says so without naming that organization. */
-export function callerIdHeldElsewhere(fields: string[], numbers: string[]): ApiError {
-  return new ApiError('caller_id_held_elsewhere',
+export function callerIdHeldElsewhere(fields: string[], numbers: string[]): DomainError {
+  return new DomainError('caller_id_held_elsewhere',
     `${numbers.join(', ')} ${numbers.length > 1 ? 'are' : 'is'} held on this platform by another account and cannot be your caller ID.`, {
       fields: Object.fromEntries(fields.map((f) => [f, 'is held on this platform by another account'])),
       resolutionHint: 'Use a number of your organization (GET /v1/phone-numbers) or an external number no account here holds.',
@@ -54,7 +54,7 @@ export function usableCallerIds(numbers: [field: string, number: string][], fact
   }
   if (held.length) throw callerIdHeldElsewhere(held.map(([f]) => f), [...new Set(held.map(([, n]) => n))]);
   if (Object.keys(pending).length) {
-    throw new ApiError('call_id_not_verified', 'The caller ID has not been verified yet.', {
+    throw new DomainError('call_id_not_verified', 'The caller ID has not been verified yet.', {
       fields: pending,
       resolutionHint: 'Verify it first: POST /v1/caller-ids/{id}/verify places the call that speaks the code, then POST /v1/caller-ids/{id}/confirm.',
     });

@@ -3,7 +3,7 @@
 // transaction that stores the code, so the code is readable the moment POST .../verify answers.
 import type { Config } from '../config.ts';
 import type { Db, Tx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { deliverToInbox } from '../sandbox/inbox.ts';
 
 export interface VerificationCallRequest {
@@ -40,6 +40,6 @@ export const sandboxVerificationCaller: VerificationCaller = {
  *  call yet (docs/status.md): verification answers 503 there rather than pretending a call went out. */
 export function verificationCaller(config: Pick<Config, 'carrier'>): VerificationCaller {
   if (config.carrier === 'sandbox') return sandboxVerificationCaller;
-  throw new ApiError('service_unavailable', `Caller-ID verification calls are not available on the ${config.carrier} carrier yet.`,
+  throw new DomainError('service_unavailable', `Caller-ID verification calls are not available on the ${config.carrier} carrier yet.`,
     { resolutionHint: 'Use the sandbox carrier, or use numbers of your organization as caller IDs.' });
 }

@@ -1,18 +1,5 @@
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-
-// The caller-trust providers' delayed jobs (sandbox vetting, DIR review and rollout): one Queue per connection,
-// prefix and name, created on first use.
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-export function callerTrustQueue<T>(redis: Redis, prefix: string, name: string): Queue<T> {
-  let byKey = queues.get(redis);
-  if (!byKey) queues.set(redis, (byKey = new Map()));
-  const key = `${prefix}\u0000${name}`;
-  let q = byKey.get(key);
-  if (!q) byKey.set(key, (q = new Queue(name, { connection: redis, prefix })));
-  return q as Queue<T>;
-}
+// The caller-trust providers' delayed jobs (sandbox vetting, DIR review and rollout) go on queues of the process's
+// registry (deps.queues.get(name)); this file holds what their jobs share.
 
 /** Options of a provider's delayed job: one job per id, retried with back-off, removed once done. */
 export const delayedJob = (jobId: string, delayMs: number) => ({

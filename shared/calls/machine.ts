@@ -45,8 +45,9 @@ export type Input =
 export type AdmissionRefusal = 'channel_limit_exceeded' | 'spend_cap_reached';
 
 /** ticket_expired: the ticket was never used in time; setup_abandoned: the socket closed before the answer;
- *  media_lost: the call's media session is gone (the media process died or closed it). */
-export type AbandonReason = 'ticket_expired' | 'setup_abandoned' | 'media_lost';
+ *  media_lost: the call's media session is gone (the media process died or closed it); signaling_lost: the signaling
+ *  process that held the call's SIP dialogs died (signaling/reconciler.ts). */
+export type AbandonReason = 'ticket_expired' | 'setup_abandoned' | 'media_lost' | 'signaling_lost';
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
@@ -179,7 +180,8 @@ export function step(current: MachineCall, input: Input): Step {
       // Before the answer an abandoned setup (not a carrier failure, no talk time); after it a normal end.
       if (isTerminal(call.status)) return noop(current, 'already_ended');
       if (call.status === 'ANSWERED') {
-        return end(call, { status: 'COMPLETED', outcome: 'answered', reason: input.reason === 'media_lost' ? 'media_lost' : 'browser_hangup' }, input.at);
+        const lost = input.reason === 'media_lost' || input.reason === 'signaling_lost';
+        return end(call, { status: 'COMPLETED', outcome: 'answered', reason: lost ? input.reason : 'browser_hangup' }, input.at);
       }
       return end(call, { status: 'CANCELED', outcome: 'connection_unconfirmed', reason: input.reason }, input.at);
     }

@@ -4,8 +4,9 @@ import type { Agent } from '../agents/agents.ts';
 
 export type { AsyncFailureCode, LegEndReason, LegRole };
 
-/** webrtc: browser path A (ticket); room: browser path B (room token). */
-export type CallType = 'bridge' | 'ai' | 'webrtc' | 'room';
+/** webrtc: browser path A (ticket); room: browser path B (room token); inbound: a call to a number of the
+ *  organization (CARRIER=sip, shared/calls/inbound.ts). */
+export type CallType = 'bridge' | 'ai' | 'webrtc' | 'room' | 'inbound';
 
 /** Live statuses: QUEUED (accepted, nothing originated yet), RINGING (a leg was originated), ANSWERED (the
  *  destination answered: bridged, or talking to the agent). Everything else is terminal. */
@@ -85,7 +86,7 @@ export interface CallRow {
 }
 
 /** Channels a call holds from admission until it ends (the reference's Limits table). */
-export const CHANNELS: Record<CallType, number> = { bridge: 2, ai: 1, webrtc: 1, room: 1 };
+export const CHANNELS: Record<CallType, number> = { bridge: 2, ai: 1, webrtc: 1, room: 1, inbound: 1 };
 
 /** The asynchronous outcome table of the reference: code → category and the call's terminal status. */
 export const FAILURES: Record<AsyncFailureCode, { category: 'unreachable' | 'voicemail'; status: TerminalStatus; outcome: CallOutcome; event: string }> = {

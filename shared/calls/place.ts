@@ -20,7 +20,7 @@ import type { Principal } from '../accounts/principal.ts';
 import type { WithinTx } from '../db.ts';
 import { usableCallerIds } from '../caller-ids/standing.ts';
 import { assertFactsAllow } from '../compliance/guard.ts';
-import { ApiError, validationError } from '../errors.ts';
+import { DomainError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { callerIdEvidence, type CallerIdEvidence } from '../number-health/resolve.ts';
 import { isE164, parseE164, type ParsedNumber } from '../phone/e164.ts';
@@ -31,7 +31,6 @@ import { readPlacement } from './placement-read.ts';
 import { minimumCents, reservedTalkSeconds, worstCaseCents } from './pricing.ts';
 import { CHANNELS, RING_TIMEOUT_SECONDS, type AgentSettings, type CallRow, type CallType, type Leg, type Legs } from './model.ts';
 import type { CallRuntime } from './runtime.ts';
-import { insertCall } from './store.ts';
 
 export interface PlaceRequest {
   type: CallType;
@@ -55,7 +54,7 @@ export interface Placed {
 }
 
 const blocked = (field: string, message: string, hint?: string) =>
-  new ApiError('destination_blocked', `${field} ${message}.`, { fields: { [field]: message }, resolutionHint: hint });
+  new DomainError('destination_blocked', `${field} ${message}.`, { fields: { [field]: message }, resolutionHint: hint });
 
 /** `within` commits with the call row (a request's idempotency record). */
 export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest, within?: WithinTx<Placed>): Promise<Placed> {
@@ -63,13 +62,13 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const F = req.names.from;
   const T = req.names.to;
   if (req.type === 'ai' && !rt.profile.agentCalls) {
-    throw new ApiError('service_unavailable', `AI calls are not available with the ${rt.profile.name} carrier: the voice-agent media pipeline they need does not exist yet.`,
+    throw new DomainError('service_unavailable', `AI calls are not available with the ${rt.profile.name} carrier: the voice-agent media pipeline they need does not exist yet.`,
       { resolutionHint: 'Place bridge calls (POST /v1/calls/dial) with this carrier; AI calls run with the sandbox carrier.' });
   }
 
   // 1. Validation. Each number is parsed once, here; the rules below read the parsed numbers.
   if (req.to === undefined || req.to === '') {
-    throw new ApiError('destination_missing', `No destination: ${T} is required.`, { fields: { [T]: 'is required' } });
+    throw new DomainError('destination_missing', `No destination: ${T} is required.`, { fields: { [T]: 'is required' } });
   }
   // Emergency and other short codes are refused as such, not as malformed numbers.
   for (const [field, n] of [[T, req.to], ['connect_number', req.type === 'bridge' ? req.connect : undefined]] as const) {
@@ -78,7 +77,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   }
   const to = parseE164(req.to);
   if (!to) {
-    throw new ApiError('destination_invalid', `${T} is not a valid dialable E.164 number.`,
+    throw new DomainError('destination_invalid', `${T} is not a valid dialable E.164 number.`,
       { fields: { [T]: 'must be a dialable E.164 number, e.g. +14155550123' } });
   }
   if (req.from === undefined) {
@@ -92,7 +91,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     }
     connect = parseE164(req.connect);
     if (!connect) {
-      throw new ApiError('destination_invalid', 'connect_number is not a valid dialable E.164 number.',
+      throw new DomainError('destination_invalid', 'connect_number is not a valid dialable E.164 number.',
         { fields: { connect_number: 'must be a dialable E.164 number' } });
     }
   }
@@ -110,7 +109,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     const v = classifyDestination(n, org.allow_countries);
     if (v.ok) continue;
     if (v.code === 'destination_invalid') {
-      throw new ApiError('destination_invalid', `${field} is not a valid dialable number.`, { fields: { [field]: 'is not a dialable number' } });
+      throw new DomainError('destination_invalid', `${field} is not a valid dialable number.`, { fields: { [field]: 'is not a dialable number' } });
     }
     throw blocked(field, BLOCK_MESSAGES[v.reason], v.reason === 'international'
       ? `An administrator can allow ${v.country}: admin org limits --org <id> --allow-countries ${v.country}` : undefined);
@@ -128,12 +127,12 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   // one another organization holds now is 409).
   const verified = org.phone_id === null && usableCallerIds([[F, req.from]], callerIdFacts ? [callerIdFacts] : []).has(req.from);
   if (org.phone_id === null && !verified) {
-    throw new ApiError('call_id_not_verified', `${req.from} is not a number of your organization.`,
+    throw new DomainError('call_id_not_verified', `${req.from} is not a number of your organization.`,
       { fields: { [F]: 'is not an active number owned by your organization' },
         resolutionHint: 'Use one of the numbers listed by GET /v1/phone-numbers.' });
   }
   if (!verified && org.phone_status !== 'ACTIVE') {
-    throw new ApiError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
+    throw new DomainError('no_active_number', `${req.from} is not active yet (${org.phone_status}).`,
       { fields: { [F]: `is ${org.phone_status?.toLowerCase()}, not active` }, resolutionHint: 'Retry once the number is active.' });
   }
 
@@ -146,8 +145,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   // 5. Call rate.
   const rate = await rt.callRate.take(key('calls', 'rate', p.organizationId), org.calls_per_minute);
   if (!rate.allowed) {
-    throw new ApiError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${rate.resetSeconds} s.`,
-      { category: 'account_limit', headers: { 'Retry-After': String(rate.resetSeconds) } });
+    throw new DomainError('rate_limited', `Your organization may place ${org.calls_per_minute} calls per minute; retry after ${rate.resetSeconds} s.`,
+      { category: 'account_limit', retryAfterSeconds: rate.resetSeconds });
   }
 
   // 6. Daily spend cap: reserve the most this call can cost within its call-length limit, or what is left of the
@@ -161,7 +160,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     minimumCents: minimumCents(req.type, price), capCents: org.daily_spend_cap_cents, now: now.getTime(),
   });
   if (!spend.admitted) {
-    throw new ApiError('spend_cap_reached',
+    throw new DomainError('spend_cap_reached',
       `Today's call spend (${spend.settled} cents settled, ${spend.reserved} cents reserved by calls in progress) leaves less than this call's first minute (${minimumCents(req.type, price)} cents) under the daily cap of ${org.daily_spend_cap_cents} cents.`,
       { resolutionHint: 'The cap resets at 00:00 UTC; an administrator can raise it.' });
   }
@@ -173,7 +172,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const adm = await rt.channels.admit(p.organizationId, id, channels, org.channel_limit, now.getTime());
   if (!adm.admitted) {
     await releaseSpend();
-    throw new ApiError('channel_limit_exceeded',
+    throw new DomainError('channel_limit_exceeded',
       `This call needs ${channels} channel${channels > 1 ? 's' : ''}; ${adm.used} of your ${org.channel_limit} are in use.`,
       { resolutionHint: 'Retry when a call ends, or ask for a higher channel limit. Calls do not queue.' });
   }
@@ -187,7 +186,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
       : { destination: leg('destination', to.e164) };
     // Browser calls (webrtc, room): the softphone is a leg too, connected when its ticket is redeemed.
     if (req.type === 'webrtc' || req.type === 'room') legs.browser = leg('browser', `browser:${p.userId ?? p.keyId}`);
-    call = await insertCall(db, {
+    call = await rt.inserts.insert({
       id, organization_id: p.organizationId, api_key_id: p.kind === 'api_key' ? p.keyId : null, user_id: p.userId,
       type: req.type, from_number: req.from, to_number: to.e164, connect_number: connect?.e164 ?? null,
       phone_number_id: org.phone_id, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,

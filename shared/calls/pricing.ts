@@ -15,7 +15,7 @@ export const legCents = (seconds: number, pricePerMinute: number) => Math.ceil(s
 
 /** Legs billed by a call of this type. */
 // A browser call pays for its carrier leg only: the browser's WebRTC leg has no answered_at and costs nothing.
-export const BILLED_LEGS: Record<CallType, number> = { bridge: 2, ai: 1, webrtc: 1, room: 1 };
+export const BILLED_LEGS: Record<CallType, number> = { bridge: 2, ai: 1, webrtc: 1, room: 1, inbound: 1 };
 
 /** Cost of the call's answered legs if it ended at `endMs` (legs ended earlier count up to their own end). */
 export function legsCents(legs: Legs, endMs: number, scale: number, pricePerMinute: number): number {

@@ -5,11 +5,11 @@
 //   carrier-events  carrier progress (sandbox timers are delayed jobs here): feed the state machine
 //   call-timers     the call-length limit of each answered call (job id = limit-<call id>), a delayed job
 //   call-commands   carrier work asked for by processes without a carrier (the gateway's hangup)
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import { TurnBatcher } from '../batch.ts';
 import { CARRIER_EVENTS_QUEUE } from '../carriers/carrier.ts';
 import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 
 export const DIAL_QUEUE = 'calls-dial';
 export const TIMERS_QUEUE = 'call-timers';
@@ -35,12 +35,12 @@ export class CallQueues {
   readonly commands: Queue;
   readonly carrierEvents: Queue;
 
-  constructor(redis: Redis, prefix: string) {
-    const opts = { connection: redis, prefix };
-    this.dial = new Queue(DIAL_QUEUE, opts);
-    this.timers = new Queue(TIMERS_QUEUE, opts);
-    this.commands = new Queue(COMMANDS_QUEUE, opts);
-    this.carrierEvents = new Queue(CARRIER_EVENTS_QUEUE, opts);
+  /** The queues come from the process's registry, which closes them when the process stops. */
+  constructor(queues: QueueRegistry) {
+    this.dial = queues.get(DIAL_QUEUE);
+    this.timers = queues.get(TIMERS_QUEUE);
+    this.commands = queues.get(COMMANDS_QUEUE);
+    this.carrierEvents = queues.get(CARRIER_EVENTS_QUEUE);
   }
 
   /** Idempotent: one dial job per call. The dial jobs of one event-loop turn are added together (addBulk: one
@@ -80,9 +80,5 @@ export class CallQueues {
   /** Asks the workers to carry out what the call's state calls for (hang up its legs after an API hangup). */
   requestCarrierWork(callId: string) {
     return this.commands.add('settle', { callId } satisfies CommandJob, { ...DURABLE_JOB_OPTIONS, removeOnComplete: true });
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([this.dial.close(), this.timers.close(), this.commands.close(), this.carrierEvents.close()]);
   }
 }

@@ -33,7 +33,7 @@ function uuidv7Floor(ms: number): string {
 }
 
 export async function rearmCalls(rt: CallRuntime, now = Date.now()): Promise<CallsRearmed> {
-  const { db, redis, config } = rt.deps;
+  const { db } = rt.deps;
   const out: CallsRearmed = { dials: 0, legs: 0, limits: 0, tickets: 0, hangups: 0, failed: 0 };
   // One call that cannot be re-armed (say, a carrier command failing) does not hold up the others; the calls
   // reconciler re-issues the work of calls that stop moving.
@@ -78,7 +78,7 @@ export async function rearmCalls(rt: CallRuntime, now = Date.now()): Promise<Cal
     `SELECT t.call_id, t.expires_at FROM call_tickets t JOIN calls c ON c.id = t.call_id
       WHERE c.ended_at IS NULL AND t.used_at IS NULL AND t.revoked_at IS NULL`);
   for (const t of tickets) {
-    await scheduleTicketCleanup(redis, config.redisPrefix, t.call_id, t.expires_at.getTime() - now);
+    await scheduleTicketCleanup(rt.deps.queues, t.call_id, t.expires_at.getTime() - now);
     out.tickets++;
   }
 

@@ -4,6 +4,7 @@
 // concurrent first requests in one process wait for the same rendering.
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MULAW_WAV_HEADER_BYTES, mulawWavHeader } from '../audio/mulaw-wav.ts';
 import type { Logger } from '../log.ts';
@@ -13,6 +14,13 @@ import { renderSandboxSamples, sandboxSampleCount } from './recording.ts';
 const CHUNK_SAMPLES = 64 * 1024;
 // Part of every file name: a change to how recordings sound renders them anew instead of serving stale files.
 const RENDER_VERSION = 'v1';
+
+/** RECORDINGS_DIR: where the gateway keeps rendered recordings and the media process writes SIP calls' recordings
+ *  (both must see the same directory). */
+export const recordingsDirOf = (env: NodeJS.ProcessEnv): string => env.RECORDINGS_DIR || join(tmpdir(), 'openline-recordings');
+
+/** Where the media process writes a SIP call's recording (media/recorder.ts), complete once it exists. */
+export const sipRecordingFile = (dir: string, callId: string): string => join(dir, `${callId}.sip.wav`);
 
 export interface RecordingFile { path: string; size: number }
 
@@ -25,8 +33,14 @@ export class RecordingStore {
 
   constructor(readonly dir: string, private readonly log?: Logger) {}
 
-  /** The call's recording file, rendered on first use. */
-  file(call: RenderableCall): Promise<RecordingFile> {
+  /** The call's recording file: a sandbox call's is rendered on first use; a SIP call's is what the media process
+   *  wrote (null until it finished writing, a moment after the call ended). */
+  async file(call: RenderableCall): Promise<RecordingFile | null> {
+    if (call.carrier === 'sip') {
+      const path = sipRecordingFile(this.dir, call.id);
+      const st = await stat(path).catch(() => null);
+      return st ? { path, size: st.size } : null;
+    }
     const path = join(this.dir, `${call.id}.${RENDER_VERSION}.wav`);
     const size = MULAW_WAV_HEADER_BYTES + sandboxSampleCount(call);
     const pending = this.inFlight.get(path);

@@ -1,7 +1,8 @@
 // Call recordings. The sandbox carrier has no media, so it renders a recorded call as audio the way its transcript
 // describes it: each turn is a voiced, syllable-paced tone whose pitch tells the speakers apart, silence fills the
-// rest of the talk time. Deterministic, so tests and integrations can check what they receive. A production
-// carrier's recordings would come from its media pipeline (LiveKit egress), which is not built yet.
+// rest of the talk time. Deterministic, so tests and integrations can check what they receive. The SIP trunk
+// carrier's recordings are the call's real RTP, written by the media process (media/recorder.ts); the LiveKit
+// carrier's would come from its media pipeline (LiveKit egress), which is not built yet.
 import { MULAW_SILENCE, SAMPLE_RATE, linearToMulaw, mulawWav } from '../audio/mulaw-wav.ts';
 import type { CallRow } from './model.ts';
 import type { StoredTranscript, Turn } from './transcript.ts';
@@ -12,9 +13,9 @@ const SYLLABLE_HZ = 4;
 
 type RecordableCall = Pick<CallRow, 'id' | 'carrier' | 'record' | 'picked_up' | 'ended_at' | 'duration_seconds' | 'transcript'>;
 
-/** A recording exists for an ended, answered, recorded call of the sandbox carrier. */
+/** A recording exists for an ended, answered, recorded call of the sandbox or SIP trunk carrier. */
 export function hasRecording(c: RecordableCall): boolean {
-  return c.carrier === 'sandbox' && c.record && c.picked_up && c.ended_at !== null && c.duration_seconds !== null;
+  return (c.carrier === 'sandbox' || c.carrier === 'sip') && c.record && c.picked_up && c.ended_at !== null && c.duration_seconds !== null;
 }
 
 export const recordingPath = (callId: string) => `/v1/calls/${callId}/recording`;

@@ -1,6 +1,6 @@
 // What calling needs at run time in a process: queues, channel accounts, the call-rate limiter and (in workers)
 // the carrier; plus the one function that moves a call: transition() = store.applyInput + carry out effects.
-// Each process builds exactly one at start (gateway/app.ts, workers/main.ts, signaling/main.ts) and passes it on.
+// Each process builds exactly one at start (its <proc>/start.ts) and passes it on.
 import { legId, type Carrier, type LegRef, type LegRole } from '../carriers/carrier.ts';
 import { carrierProfile, createCarrier, type CarrierProfile } from '../carriers/configured.ts';
 import { ChannelAccounts } from '../channels/channel-accounts.ts';
@@ -11,7 +11,7 @@ import { spendDay } from './limits.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
-import { applyInput, type Applied } from './store.ts';
+import { applyInput, CallInserts, type Applied } from './store.ts';
 import { afterBrowserTransition } from '../tickets/progress.ts';
 import { reportCallTransitions } from '../metrics/call-transitions.ts';
 
@@ -24,18 +24,21 @@ export class CallRuntime {
   readonly callRate: FixedWindowLimiter;
   readonly spend: SpendAccounts;
   readonly profile: CarrierProfile;
+  /** New calls' inserts, batched per event-loop turn. */
+  readonly inserts: CallInserts;
   /** Only where carrier work runs (workers); elsewhere carrier effects go to the call-commands queue. */
   readonly carrier: Carrier | null;
   private readonly committedHooks: CommittedHook[] = [];
 
   /** withCarrier: true for the configured carrier (workers), a Carrier instance to use that one, false for none. */
   constructor(readonly deps: ProcessDeps, withCarrier: boolean | Carrier) {
-    this.queues = new CallQueues(deps.redis, deps.config.redisPrefix);
+    this.queues = new CallQueues(deps.queues);
     this.channels = new ChannelAccounts(deps.redis, deps.key, deps.db);
     this.callRate = new FixedWindowLimiter(deps.redis);
     this.spend = new SpendAccounts(deps.redis, deps.key, deps.db);
     this.profile = carrierProfile(deps.config);
-    this.carrier = withCarrier === true ? createCarrier(deps.config, this.queues.carrierEvents, deps.redis) : withCarrier || null;
+    this.inserts = new CallInserts(deps.db);
+    this.carrier = withCarrier === true ? createCarrier(deps.config, deps.queues, deps.redis) : withCarrier || null;
     // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
     this.onCommitted((applied, input) => afterBrowserTransition(deps, applied, input));
     this.onCommitted(reportCallTransitions(deps.log));

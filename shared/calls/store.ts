@@ -2,7 +2,7 @@
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
 import { callerIdStillUsable } from '../caller-ids/standing.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import { pgp, type Db, type WithinTx } from '../db.ts';
 import { TurnBatcher } from '../batch.ts';
 import { isUuid } from '../ids.ts';
@@ -19,43 +19,23 @@ export type NewCall = Pick<CallRow,
   'id' | 'organization_id' | 'api_key_id' | 'user_id' | 'type' | 'from_number' | 'to_number' | 'connect_number'
   | 'phone_number_id' | 'agent_id' | 'agent' | 'record' | 'legs' | 'channels' | 'carrier' | 'time_scale'
   | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>
-  & Partial<Pick<CallRow, 'spend_reserved_cents'>>;
+  & Partial<Pick<CallRow, 'spend_reserved_cents' | 'direction' | 'status' | 'originated_at'>>;
 
-/** Inserts a QUEUED call and its new_call event in one statement (one round trip, one implicit transaction); with
- *  `within` (a request's idempotency record), in one explicit transaction that also runs it. Without `within`, the
- *  calls placed in one event-loop turn share the statement (see insertBatch). */
-export async function insertCall(db: Db, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
-  const row: CallRow = {
-    spend_reserved_cents: null, ...c, direction: 'outbound', status: 'QUEUED', call_outcome: null, failure_code: null, failure_category: null,
-    disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, originated_at: null, answered_at: null,
-    ended_at: null, transcript: null, updated_at: c.created_at,
-  };
-  if (!within) {
-    const failed = await insertBatcher(db).add(row);
-    if (failed) throw failed;
-  } else {
-    await db.tx('insert-call', async (tx) => { await tx.none(insertSql([row])); await within(tx, row); });
-  }
-  wakeRelay(db);
-  return row;
+/** Inserts a call (QUEUED and outbound unless `c` says otherwise: an inbound call starts RINGING) and its new_call event in one statement (one round trip, one implicit transaction); with
+ *  `within` (a request's idempotency record), in one explicit transaction that also runs it. A process that places
+ *  calls uses its CallInserts (CallRuntime.inserts), which also batches the calls of one event-loop turn. */
+export function insertCall(db: Db, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
+  return insertWith(db, null, c, within);
 }
 
-const CALL_COLUMNS = new pgp.helpers.ColumnSet(['id', 'organization_id', 'api_key_id', 'user_id', 'type', 'direction', 'from_number',
-  'to_number', 'connect_number', 'phone_number_id', 'agent_id', { name: 'agent', mod: ':json' }, 'record', 'status',
-  { name: 'legs', mod: ':json' }, 'channels', 'carrier', 'time_scale', 'max_duration_seconds', 'ring_timeout_seconds',
-  'price_cents_per_minute', 'created_at', 'updated_at', 'spend_reserved_cents'], { table: 'calls' });
+/** The process's call inserts (one per CallRuntime): the calls placed in one event-loop turn without `within` share
+ *  one statement (all rows or none); when it fails each call is inserted alone, so one bad row (say, a number
+ *  released meanwhile) fails only its own request. */
+export class CallInserts {
+  private readonly batcher: TurnBatcher<CallRow, Error | null>;
 
-/** The calls and their new_call events: several statements in one simple query run as one implicit transaction. */
-const insertSql = (rows: CallRow[]) =>
-  `${pgp.helpers.insert(rows, CALL_COLUMNS)};\n${eventsInsertSql(rows.map((r) => ({ organizationId: r.organization_id, eventType: 'new_call', data: callEventPayload(r) })))}`;
-
-// One batcher per database handle. A batch is one statement (all rows or none); when it fails, each call is
-// inserted alone so one bad row (say, a number released meanwhile) fails only its own request.
-const insertBatchers = new WeakMap<Db, TurnBatcher<CallRow, Error | null>>();
-function insertBatcher(db: Db) {
-  let b = insertBatchers.get(db);
-  if (!b) {
-    b = new TurnBatcher(async (rows) => {
+  constructor(private readonly db: Db) {
+    this.batcher = new TurnBatcher(async (rows) => {
       try {
         await db.none(insertSql(rows));
         return rows.map(() => null);
@@ -64,10 +44,39 @@ function insertBatcher(db: Db) {
         return Promise.all(rows.map((r) => db.none(insertSql([r])).then(() => null, (e: Error) => e)));
       }
     });
-    insertBatchers.set(db, b);
   }
-  return b;
+
+  insert(c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
+    return insertWith(this.db, this.batcher, c, within);
+  }
 }
+
+async function insertWith(db: Db, batcher: TurnBatcher<CallRow, Error | null> | null, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
+  const row: CallRow = {
+    spend_reserved_cents: null, direction: 'outbound', status: 'QUEUED', originated_at: null, ...c, call_outcome: null, failure_code: null, failure_category: null,
+    disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, answered_at: null,
+    ended_at: null, transcript: null, updated_at: c.created_at,
+  };
+  if (within) {
+    await db.tx('insert-call', async (tx) => { await tx.none(insertSql([row])); await within(tx, row); });
+  } else if (batcher) {
+    const failed = await batcher.add(row);
+    if (failed) throw failed;
+  } else {
+    await db.none(insertSql([row]));
+  }
+  wakeRelay(db);
+  return row;
+}
+
+const CALL_COLUMNS = new pgp.helpers.ColumnSet(['id', 'organization_id', 'api_key_id', 'user_id', 'type', 'direction', 'from_number',
+  'to_number', 'connect_number', 'phone_number_id', 'agent_id', { name: 'agent', mod: ':json' }, 'record', 'status',
+  { name: 'legs', mod: ':json' }, 'channels', 'carrier', 'time_scale', 'max_duration_seconds', 'ring_timeout_seconds',
+  'price_cents_per_minute', 'created_at', 'updated_at', 'spend_reserved_cents', 'originated_at'], { table: 'calls' });
+
+/** The calls and their new_call events: several statements in one simple query run as one implicit transaction. */
+const insertSql = (rows: CallRow[]) =>
+  `${pgp.helpers.insert(rows, CALL_COLUMNS)};\n${eventsInsertSql(rows.map((r) => ({ organizationId: r.organization_id, eventType: 'new_call', data: callEventPayload(r) })))}`;
 
 /** from: the call's status before the input (the same as call.status when nothing changed). */
 export interface Applied { step: Step; call: CallRow; from: CallRow['status'] }
@@ -170,7 +179,7 @@ export async function callForContent(db: Db, organizationId: string, id: string)
   const call = await getCall(db, organizationId, id);
   if (!call) throw notFound(`Call ${id}`);
   if (await contentPolicy(db, organizationId) === 'hipaa') {
-    throw new ApiError('content_policy_forbidden',
+    throw new DomainError('content_policy_forbidden',
       'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
   }
   return call;

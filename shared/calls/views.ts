@@ -1,8 +1,10 @@
-// API and webhook shapes of a call.
+// API and webhook shapes of a call: the call record's response schema and the view that builds it.
+import { Type, type Static } from '@sinclair/typebox';
 import type { Principal } from '../accounts/principal.ts';
 import type { LegRole } from '../carriers/carrier.ts';
 import { FAILURES, type CallRow, type Leg } from './model.ts';
 import { hasRecording, recordingPath } from './recording.ts';
+import { Nullable } from '../response-schemas.ts';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -21,16 +23,56 @@ export interface ViewOptions {
 export const viewOptions = (p: Principal, contentPolicy: string, baseUrl: string): ViewOptions =>
   ({ recordings: p.scopes.has('recordings:read'), hipaa: contentPolicy === 'hipaa', baseUrl });
 
+const Ts = (description: string) => Type.String({ format: 'date-time', description });
+
+export const LegResponse = Type.Object({
+  role: Type.Union([Type.Literal('connect'), Type.Literal('destination'), Type.Literal('browser')],
+    { description: 'connect: your phone rung first on a bridge; destination: the called party; browser: a browser softphone.' }),
+  number: Type.String({ description: 'The number this leg dials (E.164).' }),
+  status: Type.String({ description: 'PENDING, DIALING, RINGING, ANSWERED or ENDED.' }),
+  end_reason: Nullable(Type.String(), 'Why the leg ended (busy, no_answer, remote_hangup, ...); null while it runs.'),
+  originated_at: Nullable(Ts('When the leg was dialed.'), 'When the leg was dialed; null before.'),
+  answered_at: Nullable(Ts('When the leg answered.'), 'When the leg answered; null if it did not.'),
+  ended_at: Nullable(Ts('When the leg ended.'), 'When the leg ended; null while it runs.'),
+}, { description: 'One carrier leg of the call.' });
+
+export const CallResponse = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The call id (call_id in the 202 answer).' }),
+  type: Type.Union([Type.Literal('bridge'), Type.Literal('ai'), Type.Literal('webrtc'), Type.Literal('room'), Type.Literal('inbound')],
+    { description: 'bridge (POST /v1/calls/dial), ai (POST /v1/calls), webrtc (browser path A), room (browser path B) or inbound (a call to your number).' }),
+  direction: Type.String({ description: 'outbound, or inbound for calls to your numbers.' }),
+  from_number: Type.String({ description: 'The caller ID shown to the called party (E.164).' }),
+  to_number: Type.String({ description: 'The called party (E.164).' }),
+  connect_number: Nullable(Type.String(), 'Bridge calls: your phone, rung first (E.164); null for other types.'),
+  agent_id: Nullable(Type.String(), 'AI calls: the saved agent used; null for inline settings and other types.'),
+  status: Type.String({ description: 'QUEUED, RINGING, ANSWERED (live); COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED (terminal).' }),
+  call_outcome: Nullable(Type.String(), 'How it went: new_call, answered, screened, busy, no_answer, voicemail, failed, canceled, connection_unconfirmed.'),
+  failure_code: Nullable(Type.String(), 'Asynchronous failure: busy, no_answer, number_unreachable, call_declined, carrier_rejected, voicemail_reached; null otherwise.'),
+  failure_category: Nullable(Type.String(), 'unreachable or voicemail when failure_code is set; null otherwise.'),
+  disconnection_reason: Nullable(Type.String(), 'What ended it: remote_hangup, connect_hangup, api_hangup, max_duration_reached, call_screened, caller_id_released, setup_timeout, ...'),
+  picked_up: Type.Boolean({ description: 'Whether a person answered (false for screening, voicemail and unanswered calls).' }),
+  duration_seconds: Nullable(Type.Integer(), 'Talk time in seconds; 0 when never answered, null when unknown (screening).'),
+  record: Type.Boolean({ description: 'Whether the call is recorded.' }),
+  cost_cents: Type.Integer({ description: 'Price in cents, set when the call ends (sandbox: 1 cent per started minute per answered leg).' }),
+  max_duration_seconds: Type.Integer({ description: 'The call-length limit: the call is ended automatically when reached.' }),
+  created_at: Ts('When the call was accepted.'),
+  answered_at: Nullable(Ts('When the called party answered.'), 'When the called party answered; null if not.'),
+  ended_at: Nullable(Ts('When the call ended.'), 'When the call ended; null while live.'),
+  legs: Type.Array(LegResponse, { description: 'The carrier legs, in dialing order.' }),
+  recording_url: Type.Optional(Nullable(Type.String(), 'Only for credentials with recordings:read: where to GET the '
+    + 'recording (audio/wav); null without a recording and always under a HIPAA content policy.')),
+}, { description: 'A call record.' });
+
 const ROLES: LegRole[] = ['connect', 'destination', 'browser'];
 
-const legView = (l: Leg) => ({
+const legView = (l: Leg): Static<typeof LegResponse> => ({
   role: l.role, number: l.number, status: l.status, end_reason: l.reason,
   originated_at: l.originated_at, answered_at: l.answered_at, ended_at: l.ended_at,
 });
 
 /** The call record of GET /v1/calls and GET /v1/calls/{id}. */
-export function callView(c: CallRow, o: ViewOptions) {
-  const v: Record<string, unknown> = {
+export function callView(c: CallRow, o: ViewOptions): Static<typeof CallResponse> {
+  const v: Static<typeof CallResponse> = {
     id: c.id,
     type: c.type,
     direction: c.direction,

@@ -20,7 +20,7 @@
 // participant per leg in a room named after the call, participant identity = leg id; hangup: remove the
 // participant; bridge: both participants share the call's room) and maps LiveKit webhooks to CarrierEvents with
 // publishCarrierEvent().
-import { FlowProducer, type Queue } from 'bullmq';
+import type { FlowProducer, Queue } from 'bullmq';
 import { DURABLE_JOB_OPTIONS } from '../jobs.ts';
 import type { Agent } from '../agents/agents.ts';
 
@@ -140,19 +140,12 @@ function carrierEventJobOpts(ev: CarrierEvent, opts: { delayMs?: number; dedupId
   };
 }
 
-const flowProducers = new WeakMap<Queue, FlowProducer>();
-
 /** Puts several carrier events on the queue in one Redis transaction (MULTI): all of them or none, even when the
  *  process dies mid-call. A leg's scripted answer must never be published without its scripted end: the end is
  *  what a late call-length timer waits for, and a repeat of the command (after a crash) would time the missing
  *  events from the repeat instead of the original. Job ids and options are those of publishCarrierEvent. */
-export async function publishCarrierEvents(queue: Queue, events: { ev: CarrierEvent; delayMs?: number; dedupId?: string }[]) {
+export async function publishCarrierEvents(flows: FlowProducer, queue: Queue, events: { ev: CarrierEvent; delayMs?: number; dedupId?: string }[]) {
   if (!events.length) return;
-  let flows = flowProducers.get(queue);
-  if (!flows) {
-    flows = new FlowProducer({ connection: queue.opts.connection, prefix: queue.opts.prefix });
-    flowProducers.set(queue, flows);
-  }
   await flows.addBulk(events.map(({ ev, ...opts }) => ({
     name: ev.kind, queueName: queue.name, prefix: queue.opts.prefix, data: ev, opts: carrierEventJobOpts(ev, opts),
   })));

@@ -1,10 +1,10 @@
 // Carrier selection (config.carrier, env CARRIER). The gateway only needs a carrier's profile (name, time scale,
 // price) to record a call; the workers hold the carrier itself.
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 import { keyer } from '../redis.ts';
-import type { Carrier } from './carrier.ts';
+import { CARRIER_EVENTS_QUEUE, type Carrier } from './carrier.ts';
 import { LiveKitCarrier } from './livekit.ts';
 import { SANDBOX_PRICE_CENTS_PER_MINUTE, SandboxCarrier } from './sandbox.ts';
 import { SIP_CARRIER, SipCarrier } from './sip.ts';
@@ -26,13 +26,14 @@ export function carrierProfile(config: Config): CarrierProfile {
   }
 }
 
-/** The configured carrier; its events go to `events` (the carrier-events queue). */
-export function createCarrier(config: Config, events: Queue, redis: Redis): Carrier {
+/** The configured carrier; its events go to the carrier-events queue of `queues`. */
+export function createCarrier(config: Config, queues: QueueRegistry, redis: Redis): Carrier {
+  const events = queues.get(CARRIER_EVENTS_QUEUE);
   switch (config.carrier) {
-    case 'sandbox': return new SandboxCarrier(events, config.sandboxTimeScale);
+    case 'sandbox': return new SandboxCarrier(events, queues.flowProducer(), config.sandboxTimeScale);
     // Progress arrives through LiveKit webhooks at the gateway, which queues it on `events` itself.
     case 'livekit': return new LiveKitCarrier(config.livekit!);
     // Commands go to the signaling process owning each leg, which publishes the leg's events itself.
-    case 'sip': return new SipCarrier(redis, keyer(config.redisPrefix), config.redisPrefix, events, config.sip!);
+    case 'sip': return new SipCarrier(redis, keyer(config.redisPrefix), queues, config.sip!);
   }
 }

@@ -2,7 +2,7 @@
 // of the dialed number — the destination and, on a bridge, connect_number alike. Each leg's script is a set of
 // BullMQ delayed jobs on the carrier-events queue, so the timers survive process restarts. Script times are
 // sandbox seconds; SANDBOX_TIME_SCALE multiplies them (0.01 makes a 10 s conversation last 100 ms).
-import type { Queue } from 'bullmq';
+import type { FlowProducer, Queue } from 'bullmq';
 import {
   publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
   type LegRef, type LegRole, type OriginateRequest, type ResumedLeg,
@@ -80,7 +80,9 @@ export class SandboxCarrier implements Carrier {
   readonly name = 'sandbox';
   readonly pricePerMinuteCents = SANDBOX_PRICE_CENTS_PER_MINUTE;
 
-  constructor(private readonly events: Queue, readonly timeScale: number, private readonly now: () => number = Date.now) {}
+  /** flows: the process's FlowProducer (its queue registry's), which publishes a leg's script in one transaction. */
+  constructor(private readonly events: Queue, private readonly flows: FlowProducer, readonly timeScale: number,
+    private readonly now: () => number = Date.now) {}
 
   private ms(sandboxSeconds: number) { return sandboxSeconds * 1000 * this.timeScale; }
 
@@ -97,7 +99,7 @@ export class SandboxCarrier implements Carrier {
     const t0 = this.now();
     // Answers and ends are numbered (an end must not overtake its answer); ringing is not: a late ringing is moot.
     let seq = 0;
-    await publishCarrierEvents(this.events, sandboxScript(req.number, req.role, req.ringTimeoutSeconds).map((step) => {
+    await publishCarrierEvents(this.flows, this.events, sandboxScript(req.number, req.role, req.ringTimeoutSeconds).map((step) => {
       const at = t0 + this.ms(step.at);
       return {
         ev: this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
@@ -119,7 +121,7 @@ export class SandboxCarrier implements Carrier {
       const at = t0 + this.ms(step.at);
       due.push({ ev: this.event(leg, step.kind, at, step.reason, n), delayMs: at - now, dedupId: jobId(leg.legId, 'ringing') });
     }
-    await publishCarrierEvents(this.events, due);
+    await publishCarrierEvents(this.flows, this.events, due);
   }
 
   /** Cancels what is still scheduled for the leg and reports it ended by us. */

@@ -10,12 +10,13 @@
 //    command is dropped by BullMQ while the first one is kept; the owner applies each command idempotently anyway.
 //  - Events: the owner publishes the leg's events (ringing; answered and ended numbered 1, 2) on the carrier-events
 //    queue. See docs/reference/sip-trunking.md.
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { SipSettings } from '../config.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 import type { Keyer } from '../redis.ts';
 import {
-  legId as legIdOf, publishCarrierEvent, type AsyncFailureCode, type BridgeRequest, type Carrier, type LegRef,
+  CARRIER_EVENTS_QUEUE, legId as legIdOf, publishCarrierEvent, type AsyncFailureCode, type BridgeRequest, type Carrier, type LegRef,
   type LegRole, type OriginateRequest,
 } from './carrier.ts';
 
@@ -59,10 +60,11 @@ export class SipCarrier implements Carrier {
   readonly name = SIP_CARRIER;
   readonly timeScale = 1;
   readonly pricePerMinuteCents: number;
-  private readonly queues = new Map<string, Queue>();
+  /** queues: the process's registry, which holds (and closes) one command queue per signaling process. */
+  private readonly events: Queue;
 
-  constructor(private readonly redis: Redis, private readonly key: Keyer, private readonly prefix: string,
-    private readonly events: Queue, settings: SipSettings) {
+  constructor(private readonly redis: Redis, private readonly key: Keyer, private readonly queues: QueueRegistry, settings: SipSettings) {
+    this.events = queues.get(CARRIER_EVENTS_QUEUE);
     this.pricePerMinuteCents = settings.pricePerMinuteCents;
   }
 
@@ -93,10 +95,6 @@ export class SipCarrier implements Carrier {
     await this.deliver(owner, { kind: 'bridge', req });
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
-  }
-
   /** The leg's owner: the recorded one, else the other leg's when alive, else a live SIP signaling process. */
   private async claimOwner(callId: string, legId: string, role: LegRole): Promise<string> {
     const ownerKey = sipOwnerKey(this.key, legId);
@@ -112,11 +110,6 @@ export class SipCarrier implements Carrier {
   }
 
   private async deliver(instance: string, command: SipCommand): Promise<void> {
-    let queue = this.queues.get(instance);
-    if (!queue) {
-      queue = new Queue(sipCommandQueue(instance), { connection: this.redis, prefix: this.prefix });
-      this.queues.set(instance, queue);
-    }
-    await queue.add(command.kind, command, { ...COMMAND_JOB_OPTIONS, jobId: sipCommandJobId(command) });
+    await this.queues.get<SipCommand>(sipCommandQueue(instance)).add(command.kind, command, { ...COMMAND_JOB_OPTIONS, jobId: sipCommandJobId(command) });
   }
 }

@@ -1,12 +1,12 @@
 // Setting a number's caller name (PATCH /v1/phone-numbers/{id}) and recording the provider's verdict. A change
 // bumps cnam_version and sets cnam_status pending; the registration job (workers/processors/cnam-registration.ts)
 // carries the version, so the verdict on an older name never overwrites a newer one.
-import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Db, WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import type { LifecycleRow } from '../numbers/lifecycle.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 import type { CnamProvider } from './provider.ts';
 import { cnamNameProblem } from './rules.ts';
 
@@ -16,15 +16,7 @@ export const SANDBOX_CNAM_MS = 3000;
 
 export interface CnamJob { phoneId: number; version: number }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-export function cnamQueue(redis: Redis, prefix: string): Queue<CnamJob> {
-  let byPrefix = queues.get(redis);
-  if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
-  let q = byPrefix.get(prefix);
-  if (!q) byPrefix.set(prefix, (q = new Queue(CNAM_QUEUE, { connection: redis, prefix })));
-  return q as Queue<CnamJob>;
-}
+export const cnamQueue = (queues: QueueRegistry): Queue<CnamJob> => queues.get<CnamJob>(CNAM_QUEUE);
 
 export function cnamJobOptions(job: CnamJob, config: Pick<Config, 'sandboxTimeScale'>): JobsOptions {
   return {
@@ -37,12 +29,12 @@ export function cnamJobOptions(job: CnamJob, config: Pick<Config, 'sandboxTimeSc
   };
 }
 
-export interface CnamPatch { cnam_display_name?: string; name?: string }
+export interface CnamPatch { cnam_display_name?: string; name?: string; inbound?: 'softphone' | 'reject' }
 
 /** Applies the patch; a new (or previously rejected) display name goes back to pending and is submitted. The job
  *  is queued inside the transaction: if queuing fails nothing is written, and a job that runs before the commit
  *  finds an older version and is retried (see applyCnamVerdict). */
-export async function setCnam(db: Db, redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>, organizationId: string,
+export async function setCnam(db: Db, queues: QueueRegistry, config: Pick<Config, 'sandboxTimeScale'>, organizationId: string,
   id: number, patch: CnamPatch, within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
   if (patch.cnam_display_name !== undefined) {
     const problem = cnamNameProblem(patch.cnam_display_name);
@@ -53,23 +45,23 @@ export async function setCnam(db: Db, redis: Redis, config: Pick<Config, 'redisP
       'SELECT * FROM phone_numbers WHERE id = $1 AND organization_id = $2 FOR UPDATE', [id, organizationId]);
     if (!row) throw notFound('Phone number');
     if (row.status === 'RELEASED') {
-      throw new ApiError('cnam_number_released', `Phone number ${id} is released (status RELEASED); it can no longer be changed.`);
+      throw new DomainError('cnam_number_released', `Phone number ${id} is released (status RELEASED); it can no longer be changed.`);
     }
     const name = patch.cnam_display_name;
     const resubmit = name !== undefined && (name !== row.cnam_display_name || row.cnam_status === 'rejected');
     const version = resubmit ? row.cnam_version + 1 : row.cnam_version;
     const updated = await tx.one<LifecycleRow>(
-      `UPDATE phone_numbers SET name = COALESCE($3, name),
+      `UPDATE phone_numbers SET name = COALESCE($3, name), inbound = COALESCE($7, inbound),
               cnam_display_name = CASE WHEN $4 THEN $5 ELSE cnam_display_name END,
               cnam_status = CASE WHEN $4 THEN 'pending' ELSE cnam_status END,
               cnam_rejection_reason = CASE WHEN $4 THEN NULL ELSE cnam_rejection_reason END,
               cnam_updated_at = CASE WHEN $4 THEN now() ELSE cnam_updated_at END,
               cnam_version = $6
         WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [id, organizationId, patch.name ?? null, resubmit, name ?? null, version]);
+      [id, organizationId, patch.name ?? null, resubmit, name ?? null, version, patch.inbound ?? null]);
     if (resubmit) {
       const job = { phoneId: id, version };
-      await cnamQueue(redis, config.redisPrefix).add('register', job, cnamJobOptions(job, config));
+      await cnamQueue(queues).add('register', job, cnamJobOptions(job, config));
     }
     await within?.(tx, updated);
     return updated;
@@ -95,11 +87,11 @@ export async function registerCnam(db: Db, provider: CnamProvider, job: CnamJob)
 
 /** Submits the caller name a number was bought with (derived from the organization's name) once it is ACTIVE and
  *  still pending. Idempotent: the job id is per number and version. */
-export async function submitPendingCnam(db: Db, redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>, phoneId: number): Promise<boolean> {
+export async function submitPendingCnam(db: Db, queues: QueueRegistry, config: Pick<Config, 'sandboxTimeScale'>, phoneId: number): Promise<boolean> {
   const row = await db.oneOrNone<{ cnam_version: number }>(
     `SELECT cnam_version FROM phone_numbers WHERE id = $1 AND status = 'ACTIVE' AND cnam_status = 'pending' AND cnam_display_name <> ''`, [phoneId]);
   if (!row) return false;
   const job = { phoneId, version: row.cnam_version };
-  await cnamQueue(redis, config.redisPrefix).add('register', job, cnamJobOptions(job, config));
+  await cnamQueue(queues).add('register', job, cnamJobOptions(job, config));
   return true;
 }

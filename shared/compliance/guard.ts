@@ -4,7 +4,7 @@
 // channel or spend behind.
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { decidePlan } from '../usage/plan.ts';
 import { BILLED_MINUTES_SQL, monthStart, uuidv7Floor } from '../usage/usage.ts';
 import { decide, DEFAULT_POLICY, type ComplianceRule, type CompliancePolicy, type RecipientFacts, type Verdict } from './decide.ts';
@@ -97,17 +97,17 @@ export async function assertCallAllowed(db: Db, organizationId: string, to: stri
 }
 
 /** The refusal as the API answers it: fields name the number's reason, the rule, and when calling opens next. */
-export function complianceError(v: Exclude<Verdict, { allowed: true }>, toField: string, nowMs: number): ApiError {
+export function complianceError(v: Exclude<Verdict, { allowed: true }>, toField: string, nowMs: number): DomainError {
   const fields: Record<string, string> = { [toField]: v.reason, rule: v.rule };
-  const headers: Record<string, string> = {};
+  let retryAfterSeconds: number | undefined;
   if (v.timezones) fields.timezone = v.timezones.join(',');
   if (v.nextAllowedAt) {
     fields.next_allowed_at = v.nextAllowedAt.toISOString();
-    headers['Retry-After'] = String(Math.max(1, Math.ceil((v.nextAllowedAt.getTime() - nowMs) / 1000)));
+    retryAfterSeconds = Math.max(1, Math.ceil((v.nextAllowedAt.getTime() - nowMs) / 1000));
   }
   const when = v.nextAllowedAt ? `; calling opens at ${v.nextAllowedAt.toISOString()}` : '';
-  return new ApiError(v.code, `The ${toField} ${v.reason}${when}.`, {
-    fields, headers: Object.keys(headers).length ? headers : undefined,
+  return new DomainError(v.code, `The ${toField} ${v.reason}${when}.`, {
+    fields, retryAfterSeconds,
     resolutionHint: HINTS[v.rule],
   });
 }

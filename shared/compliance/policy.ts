@@ -1,7 +1,9 @@
 // The organization's compliance policy as stored (compliance_policies; no row = every rule off) and as the API
 // shows it.
+import type { Static } from '@sinclair/typebox';
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { DEFAULT_POLICY, type CompliancePolicy } from './decide.ts';
+import type { PolicyResponse } from './schemas.ts';
 import type { Weekday } from './timezone.ts';
 
 export interface PolicyRow {
@@ -19,13 +21,8 @@ export const policyFromRow = (r: PolicyRow): CompliancePolicy => ({
   consentRequired: r.consent_required,
 });
 
-export interface PolicyView {
-  call_window: { enabled: boolean; start: string; end: string };
-  allowed_days: { enabled: boolean; days: Weekday[] };
-  frequency: { enabled: boolean; max_calls: number; period_hours: number };
-  consent_required: boolean;
-  updated_at: string | null;
-}
+/** The policy as the API shows it (GET and PATCH /v1/compliance/policy). */
+export type PolicyView = Static<typeof PolicyResponse>;
 
 export const policyView = (p: CompliancePolicy, updatedAt: Date | null): PolicyView => ({
   call_window: { enabled: p.window.enabled, start: p.window.start, end: p.window.end },

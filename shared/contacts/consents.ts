@@ -2,7 +2,7 @@
 // Revoking keeps the record (revoked_at) as evidence; a call needs a live call consent only when the
 // organization's policy requires consent (shared/compliance).
 import { writeWithin, type Db, type WithinTx } from '../db.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { DomainError, notFound, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { getContact } from './contacts.ts';
 
@@ -25,7 +25,7 @@ export async function addConsent(db: Db, organizationId: string, contactId: stri
   const captured = c.captured_at ? new Date(c.captured_at) : new Date();
   // Evidence of consent cannot come from the future (a minute of clock skew is tolerated).
   if (captured.getTime() > Date.now() + 60_000) {
-    throw new ApiError('validation_error', 'captured_at is in the future.', { fields: { captured_at: 'must not be in the future' } });
+    throw new DomainError('validation_error', 'captured_at is in the future.', { fields: { captured_at: 'must not be in the future' } });
   }
   return writeWithin(db, within, (q) => q.one<ConsentRow>(
     `INSERT INTO contact_consents (id, organization_id, contact_id, channel, source, captured_at) VALUES ($1, $2, $3, $4, $5, $6)
@@ -48,7 +48,7 @@ export async function revokeConsent(db: Db, organizationId: string, contactId: s
     'SELECT revoked_at FROM contact_consents WHERE id = $1 AND contact_id = $2 AND organization_id = $3',
     [consentId, contactId, organizationId]) : null;
   if (!current) throw notFound(`Consent ${consentId}`);
-  const conflict = () => new ApiError('invalid_state', `Consent ${consentId} is already revoked.`, { fields: { status: 'revoked' } });
+  const conflict = () => stateConflict('contact_consent', 'revoked', `Consent ${consentId} is already revoked.`);
   if (current.revoked_at) throw conflict();
   return writeWithin(db, within, async (q) => {
     const row = await q.oneOrNone<ConsentRow>(

@@ -2,7 +2,7 @@
 // calling window's local time, before the number's own zones) and tags. Creating one fires contact_created through
 // the outbox in the same transaction. Deleting keeps the row (deleted_at): consent records refer to it.
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -30,7 +30,7 @@ export const contactView = (c: ContactRow) => ({
   updated_at: c.updated_at.toISOString(),
 });
 
-const exists = (phone: string, id: string) => new ApiError('contact_exists', `A contact with phone_number ${phone} already exists.`,
+const exists = (phone: string, id: string) => new DomainError('contact_exists', `A contact with phone_number ${phone} already exists.`,
   { fields: { phone_number: `is already the number of contact ${id}`, conflicts_with: id } });
 
 async function liveWithNumber(q: Db | Tx, organizationId: string, phone: string): Promise<string | null> {

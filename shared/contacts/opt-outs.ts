@@ -9,7 +9,7 @@
 // - created_at and revoked_at are the moment after that lock (clock_timestamp(), not the transaction's start): an
 //   opt-out's created_at is later than the sent_at of every message handed over before it.
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { stateConflict } from '../errors.ts';
 import type { Channel } from './consents.ts';
 
 export interface OptOutRow { id: string; phone_number: string; channel: Channel; source: string; created_at: Date; revoked_at: Date | null }
@@ -74,14 +74,13 @@ export async function optOut(db: Db, organizationId: string, phone: string, chan
   });
 }
 
-/** The API's opt-in: revokeOptOut in its own transaction; 409 invalid_state when the number is not opted out. */
+/** The API's opt-in: revokeOptOut in its own transaction; state_conflict when the number is not opted out. */
 export async function optIn(db: Db, organizationId: string, phone: string, channel: Channel,
   within?: WithinTx<OptOutRow>): Promise<OptOutRow> {
   return db.tx('opt-in', async (tx) => {
     const row = await revokeOptOut(tx, organizationId, phone, channel);
     if (!row) {
-      throw new ApiError('invalid_state', `${phone} is not opted out of ${channel === 'call' ? 'calls' : 'SMS'}.`,
-        { fields: { status: 'not_opted_out' } });
+      throw stateConflict('contact_opt_out', 'not_opted_out', `${phone} is not opted out of ${channel === 'call' ? 'calls' : 'SMS'}.`);
     }
     if (within) await within(tx, row);
     return row;

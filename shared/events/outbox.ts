@@ -34,7 +34,8 @@ export async function recordEvent(tx: Tx, e: NewEvent): Promise<string> {
   return id;
 }
 
-// Per database: whether a NOTIFY is in flight, and whether another wake-up arrived meanwhile.
+// Per database: whether a NOTIFY is in flight, and whether another wake-up arrived meanwhile. A WeakMap on purpose:
+// the state belongs to the pool's NOTIFY stream, and wakeRelay(db) is called from every commit path that has only db.
 const waking = new WeakMap<Db, { again: boolean }>();
 
 /** Wakes the outbox relay after a commit. The NOTIFY goes out at once; wake-ups that arrive while it is in flight

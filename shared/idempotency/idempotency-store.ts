@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Db, Tx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { sha256hex } from '../ids.ts';
 import { defineScript, script } from '../redis-scripts.ts';
 import { findRecord, writeRecord, type DurableRecord, type StoredResponse } from './records.ts';
@@ -150,23 +150,23 @@ function fromRecord(r: DurableRecord): StoredResponse {
   return { status: r.status, body: r.body, headers: r.headers };
 }
 
-function invalidKey(): ApiError {
-  return new ApiError('validation_error', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
+function invalidKey(): DomainError {
+  return new DomainError('validation_error', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
     fields: { 'Idempotency-Key': 'must be 1 to 255 printable ASCII characters' },
   });
 }
 
-function conflict(originalRequestId: string): ApiError {
-  return new ApiError('idempotency_conflict',
+function conflict(originalRequestId: string): DomainError {
+  return new DomainError('idempotency_conflict',
     'This Idempotency-Key was already used with a different request. Use a new key for a new request.',
     { fields: { conflicts_with: originalRequestId } });
 }
 
 // Same code as a body mismatch (the reference's only idempotency code); Retry-After and the field text say that
 // this one is worth retrying.
-function inProgress(originalRequestId: string): ApiError {
-  return new ApiError('idempotency_conflict',
+function inProgress(originalRequestId: string): DomainError {
+  return new DomainError('idempotency_conflict',
     'A request with this Idempotency-Key is still being processed. Retry shortly to receive its result.',
     { fields: { conflicts_with: originalRequestId, 'Idempotency-Key': 'in progress; retry after the Retry-After delay' },
-      headers: { 'Retry-After': '1' } });
+      retryAfterSeconds: 1 });
 }

@@ -38,7 +38,7 @@ export class MediaControlClient {
     this.base = options.url.replace(/\/+$/, '');
   }
 
-  createSession(callId: string, opts: { maxDurationMs?: number; carrier?: 'sandbox' | 'sip' } = {}): Promise<SessionCreated> {
+  createSession(callId: string, opts: { maxDurationMs?: number; carrier?: 'sandbox' | 'sip'; record?: boolean } = {}): Promise<SessionCreated> {
     return this.call('POST', paths.sessions, { callId, ...opts });
   }
   listSessions(): Promise<{ sessions: SessionSummary[] }> { return this.call('GET', paths.sessions); }

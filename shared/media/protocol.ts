@@ -48,6 +48,9 @@ export const CreateSessionRequest = Type.Object({
   /** Whose far end the call has: `sandbox` (the default: one carrier PlainTransport for the sandbox far end) or `sip`
    *  (SIP carrier legs, added one per leg with POST .../carrier-legs). */
   carrier: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('sip')])),
+  /** Record the call's audio (`sip` sessions): every producer mixed into a μ-law WAV in RECORDINGS_DIR, complete once
+   *  the session closed. A repeated create with record: true starts recording an existing session. */
+  record: Type.Optional(Type.Boolean()),
 }, { additionalProperties: false });
 export type CreateSessionRequest = Static<typeof CreateSessionRequest>;
 
@@ -103,6 +106,9 @@ export const ConnectCarrierLegRequest = Type.Object({
   /** Where its RTCP goes (default port + 1). */
   rtcpPort: Type.Optional(Port),
   mimeType: Type.Union([Type.Literal('audio/PCMU'), Type.Literal('audio/PCMA')]),
+  /** SIP_TRUNK_ALLOW (addresses or CIDR networks): RTP from any of them is taken, and the leg latches to the first
+   *  sender (symmetric RTP). Without it only `ip` is. */
+  allow: Type.Optional(Type.Array(Type.String({ minLength: 2, maxLength: 64, pattern: '^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$' }), { maxItems: 64 })),
 }, { additionalProperties: false });
 export type CarrierLegConnect = Static<typeof ConnectCarrierLegRequest>;
 
@@ -159,6 +165,10 @@ export interface CarrierLegStats {
   toFarEnd: number;
   /** Packets dropped at the leg's port (another sender, before the answer, RTCP or other payload types). */
   dropped: number;
+  /** Of them, RTP from an address outside the allowed networks (or another sender than the latched one). */
+  refused: number;
+  /** The far end's address the leg latched to (where its RTP came from), or null before its first packet. */
+  latched: { ip: string; port: number } | null;
 }
 
 export interface FarEndAttached { kind: 'sandbox'; phase: FarEndPhase; toneMs: number }

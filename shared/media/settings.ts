@@ -1,5 +1,7 @@
-// Settings of the media process and of its control API's clients (signaling), read once from the environment.
+// Settings of the media process and of its control API's clients (signaling), read once from the environment by
+// loadConfig (config.media).
 import { availableParallelism } from 'node:os';
+import { recordingsDirOf } from '../calls/recording-store.ts';
 
 /** The control API's secret when MEDIA_CONTROL_SECRET is unset: fine on loopback, refused on any other address. */
 export const DEV_CONTROL_SECRET = 'openline-local-media-control';
@@ -28,6 +30,8 @@ export interface MediaSettings {
   sessionMaxMs: number;
   /** Length of the sandbox far end's tone before it starts echoing (MEDIA_SANDBOX_TONE_MS, default 1000). */
   sandboxToneMs: number;
+  /** Where SIP calls' recordings are written (RECORDINGS_DIR, shared with the gateway that serves them). */
+  recordingsDir: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -38,7 +42,7 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   return n;
 }
 
-export function loadMediaSettings(env: NodeJS.ProcessEnv = process.env): MediaSettings {
+export function loadMediaSettings(env: NodeJS.ProcessEnv): MediaSettings {
   const rtcMinPort = int(env, 'MEDIA_RTC_MIN_PORT', 40000, 1024, 65535);
   const rtcMaxPort = int(env, 'MEDIA_RTC_MAX_PORT', 49999, 1024, 65535);
   if (rtcMaxPort < rtcMinPort) throw new Error(`MEDIA_RTC_MAX_PORT (${rtcMaxPort}) is below MEDIA_RTC_MIN_PORT (${rtcMinPort})`);
@@ -56,6 +60,7 @@ export function loadMediaSettings(env: NodeJS.ProcessEnv = process.env): MediaSe
     heartbeatMs: int(env, 'MEDIA_HEARTBEAT_MS', 5000, 100),
     sessionMaxMs: int(env, 'MEDIA_SESSION_MAX_MS', 4 * 3600_000, 1000),
     sandboxToneMs: int(env, 'MEDIA_SANDBOX_TONE_MS', 1000, 0, 60_000),
+    recordingsDir: recordingsDirOf(env),
   };
 }
 

@@ -1,6 +1,7 @@
 // Who may read a process's /metrics: anyone who reaches its port when METRICS_TOKEN is unset, otherwise only a
 // request with `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization: {credentials: ...}`).
 import { timingSafeEqual } from 'node:crypto';
+import { errorBody } from '../http/envelope.ts';
 
 export function metricsAuthorized(token: string | null, authorization: string | undefined): boolean {
   if (token === null) return true;
@@ -13,5 +14,5 @@ export function metricsAuthorized(token: string | null, authorization: string | 
 export const METRICS_UNAUTHORIZED = {
   status: 401,
   headers: { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="metrics"' },
-  body: JSON.stringify({ error: { code: 'unauthorized', message: '/metrics needs Authorization: Bearer <METRICS_TOKEN>' } }),
+  body: JSON.stringify(errorBody({ code: 'unauthorized', message: '/metrics needs Authorization: Bearer <METRICS_TOKEN>' })),
 };

@@ -4,7 +4,7 @@
 // attestation (recorded with who and when), never automatically.
 import type { Db, WithinTx } from '../db.ts';
 import { isTerminal } from '../calls/model.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { Outcome } from './policy.ts';
 import { findSession, getAttempt, HUMAN_MODES, type AttemptRow } from './sessions.ts';
@@ -20,7 +20,7 @@ export async function createAttempt(db: Db, organizationId: string, userId: stri
   const session = await findSession(db, organizationId, sessionId);
   if (!session) throw notFound(`Spam-test session ${sessionId}`);
   if (session.status !== 'ACTIVE') {
-    throw new ApiError('state_conflict', `The session is ${session.status}; attempts attach only to an ACTIVE session.`,
+    throw stateConflict('number_health_session', session.status, `The session is ${session.status}; attempts attach only to an ACTIVE session.`,
       { resolutionHint: session.status === 'PAUSED' ? 'PATCH the session to {"status": "ACTIVE"} first.' : undefined });
   }
   if (!session.phone_ids.includes(input.phone_id)) throw validationError({ phone_id: 'is not in this session\'s queue' });
@@ -83,10 +83,10 @@ export async function recordObservation(db: Db, organizationId: string, userId: 
     const a = await getAttempt(tx, organizationId, attemptId, true);
     if (!a) throw notFound(`Attempt ${attemptId}`);
     const session = (await findSession(tx, organizationId, a.session_id))!;
-    if (session.status === 'CANCELLED') throw new ApiError('state_conflict', 'The session is CANCELLED; its evidence is kept but no longer changes.');
+    if (session.status === 'CANCELLED') throw stateConflict('number_health_session', 'CANCELLED', 'The session is CANCELLED; its evidence is kept but no longer changes.');
     if (!isTerminal(a.call_status!)) {
-      throw new ApiError('call_not_terminal', `The call is ${a.call_status}: observations are recorded once the call has reached a terminal carrier state.`,
-        { fields: { call_status: `is ${a.call_status}, not terminal` }, headers: { 'Retry-After': String(OBSERVATION_RETRY_SECONDS) },
+      throw new DomainError('call_not_terminal', `The call is ${a.call_status}: observations are recorded once the call has reached a terminal carrier state.`,
+        { fields: { call_status: `is ${a.call_status}, not terminal` }, retryAfterSeconds: OBSERVATION_RETRY_SECONDS,
           resolutionHint: `Retry after ${OBSERVATION_RETRY_SECONDS} seconds, or once GET /v1/calls/${a.call_id} shows a terminal status (COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED, CANCELED).` });
     }
     const at = new Date(now);

@@ -2,7 +2,7 @@
 // from_number wins over number_set_id and is dialed as given, with its evidence and a warning when it is risky
 // (never switched or refused for reputation alone; an inactive number then fails normally in placement).
 import type { Db } from '../db.ts';
-import { ApiError, validationError } from '../errors.ts';
+import { DomainError, validationError } from '../errors.ts';
 import { isE164 } from '../phone/e164.ts';
 import type { EvidenceState, RecommendedAction } from './evidence.ts';
 import { resolveNumberSet, SELECTION_SOURCE, type CallerIdEvidence } from './resolve.ts';
@@ -25,7 +25,7 @@ export async function selectCallerId(db: Db, organizationId: string, req: { from
   if (req.to === undefined || !isE164(req.to)) return { from: undefined, selection_source: SELECTION_SOURCE, ...NONE };
   const r = await resolveNumberSet(db, organizationId, req.numberSetId, req.to, now).catch((err) => {
     // On dial the set is a body field, not the resource of the path: an unknown one is a bad field.
-    if (err instanceof ApiError && err.code === 'not_found') throw validationError({ number_set_id: 'is not a Number Set of your organization' });
+    if (err instanceof DomainError && err.code === 'not_found') throw validationError({ number_set_id: 'is not a Number Set of your organization' });
     throw err;
   });
   return { from: r.from_number, selection_source: SELECTION_SOURCE, evidence_state: r.evidence_state,

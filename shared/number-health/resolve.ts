@@ -5,7 +5,7 @@
 // adding or retiring one member moves only the destinations that hashed to it. Nothing is reserved. Members'
 // evidence comes from number_evidence_cache (evidence-cache.ts), computed for the members whose row is missing
 // or expired.
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import type { Db } from '../db.ts';
 import { isUuid } from '../ids.ts';
 import { notFound } from '../errors.ts';
@@ -103,7 +103,7 @@ export async function resolveNumberSet(db: Db, organizationId: string, setId: st
     if (!best || w > bestWeight || (w === bestWeight && c.phone_id < best.phone_id)) { best = c; bestWeight = w; }
   }
   if (!best) {
-    throw new ApiError('no_active_number', `Number Set ${setId} has no eligible member (outbound-enabled, ACTIVE or STANDBY, number active).`,
+    throw new DomainError('no_active_number', `Number Set ${setId} has no eligible member (outbound-enabled, ACTIVE or STANDBY, number active).`,
       { resolutionHint: 'PATCH the set to enable or add a member, or pass from_number.' });
   }
   const warning = best.evidence_state === 'FLAGGED'

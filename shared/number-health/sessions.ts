@@ -7,7 +7,7 @@
 //     COMPLETED, CANCELLED: final
 //   The same status again is a no-op (200). Attempts attach only while ACTIVE.
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { notFound, validationError, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { TesterNetwork } from './policy.ts';
 import { activeIdsInState } from './fleet.ts';
@@ -164,8 +164,7 @@ export async function changeSessionStatus(db: Db, organizationId: string, id: st
     const s = await findSession(tx, organizationId, id, true);
     if (!s) throw notFound(`Spam-test session ${id}`);
     if (s.status !== status && !SESSION_MOVES[s.status].includes(status)) {
-      throw new ApiError('state_conflict', `The session is ${s.status}; it cannot move to ${status}.`,
-        { fields: { status: `cannot move from ${s.status} to ${status}` } });
+      throw stateConflict('number_health_session', s.status, `The session is ${s.status}; it cannot move to ${status}.`);
     }
     if (s.status !== status) {
       await tx.none('UPDATE spam_test_sessions SET status = $2, updated_at = $3 WHERE id = $1', [id, status, new Date(now)]);

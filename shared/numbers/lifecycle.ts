@@ -1,5 +1,7 @@
+import type { Static } from '@sinclair/typebox';
+import type { PhoneNumberDetailResponse } from './schemas.ts';
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { parseE164 } from '../phone/e164.ts';
 import { availableSandboxNumbers, isSandboxInventoryNumber, SANDBOX_AREA_CODES } from './inventory.ts';
@@ -20,7 +22,7 @@ export function lifecycleRecord(r: PhoneNumberRow) {
 }
 
 /** A phone number with its lifecycle state: the list item plus status, area code and lifecycle times. */
-export function numberDetailView(r: LifecycleRow) {
+export function numberDetailView(r: LifecycleRow): Static<typeof PhoneNumberDetailResponse> {
   return {
     ...phoneNumberView(r),
     area_code: r.area_code,
@@ -61,7 +63,7 @@ const isHeldViolation = (err: unknown) =>
 /** Numbers are sold here only by carriers that have an inventory: a SIP trunk's numbers (DIDs) come from its provider. */
 export function assertNumbersPurchasable(carrier: string): void {
   if (carrier === 'sip') {
-    throw new ApiError('numbers_from_trunk', 'Numbers cannot be bought here: with the SIP trunk carrier they come from the trunk provider.',
+    throw new DomainError('numbers_from_trunk', 'Numbers cannot be bought here: with the SIP trunk carrier they come from the trunk provider.',
       { resolutionHint: 'Buy the number (DID) from your SIP trunk provider and ask your operator to bring it onto the organization.' });
   }
 }
@@ -97,7 +99,7 @@ async function holdNumber(tx: Tx, who: { organizationId: string; userId: string 
       const holder = await tx.oneOrNone(
         `SELECT organization_id FROM phone_numbers WHERE phone_number = $1 AND status <> 'RELEASED'`, [input.phone_number]);
       const mine = holder?.organization_id === who.organizationId;
-      throw new ApiError('number_unavailable',
+      throw new DomainError('number_unavailable',
         mine ? 'This number already belongs to your organization.' : 'This number is held by another organization.',
         { fields: { phone_number: mine ? 'is already yours' : 'is not available' },
           resolutionHint: 'Pick another number from GET /v1/phone-numbers/available.' });
@@ -115,7 +117,7 @@ async function holdNumber(tx: Tx, who: { organizationId: string; userId: string 
       }
     }
   }
-  throw new ApiError('number_unavailable', `No number is available in area code ${input.area_code}.`,
+  throw new DomainError('number_unavailable', `No number is available in area code ${input.area_code}.`,
     { fields: { area_code: 'has no available numbers' }, resolutionHint: 'Try another sandbox area code.' });
 }
 

@@ -1,6 +1,6 @@
-import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 
 // The sandbox carrier provisions a number after a short delay (SANDBOX_PROVISIONING_MS, scaled by
 // SANDBOX_TIME_SCALE); a delayed BullMQ job survives restarts. The job id is per number, so enqueuing twice
@@ -11,16 +11,7 @@ export const SANDBOX_PROVISIONING_MS = 2000;
 
 export interface ProvisioningJob { phoneId: number }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-/** One Queue per connection and prefix, created on first use. */
-export function provisioningQueue(redis: Redis, prefix: string): Queue<ProvisioningJob> {
-  let byPrefix = queues.get(redis);
-  if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
-  let q = byPrefix.get(prefix);
-  if (!q) byPrefix.set(prefix, (q = new Queue(PROVISIONING_QUEUE, { connection: redis, prefix })));
-  return q as Queue<ProvisioningJob>;
-}
+export const provisioningQueue = (queues: QueueRegistry): Queue<ProvisioningJob> => queues.get<ProvisioningJob>(PROVISIONING_QUEUE);
 
 export function provisioningJobOptions(phoneId: number, config: Pick<Config, 'sandboxTimeScale'>): JobsOptions {
   return {
@@ -33,6 +24,6 @@ export function provisioningJobOptions(phoneId: number, config: Pick<Config, 'sa
   };
 }
 
-export async function enqueueProvisioning(redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>, phoneId: number): Promise<void> {
-  await provisioningQueue(redis, config.redisPrefix).add('provision', { phoneId }, provisioningJobOptions(phoneId, config));
+export async function enqueueProvisioning(queues: QueueRegistry, config: Pick<Config, 'sandboxTimeScale'>, phoneId: number): Promise<void> {
+  await provisioningQueue(queues).add('provision', { phoneId }, provisioningJobOptions(phoneId, config));
 }

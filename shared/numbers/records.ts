@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { PhoneNumberResponse } from './schemas.ts';
 import type { Tx } from '../db.ts';
 import { parseE164 } from '../phone/e164.ts';
 
@@ -16,11 +18,15 @@ export interface PhoneNumberRow {
   cnam_status: string;
   cnam_rejection_reason: string | null;
   texting_status: string;
+  /** purchased from the carrier's inventory, or imported from the SIP trunk provider (shared/numbers/import.ts). */
+  source: 'purchased' | 'imported';
+  /** What answers inbound calls to the number (migration 026). */
+  inbound: 'softphone' | 'reject';
   created_at: Date;
 }
 
 /** The API shape of a phone number (item of GET /v1/phone-numbers). */
-export function phoneNumberView(r: PhoneNumberRow) {
+export function phoneNumberView(r: PhoneNumberRow): Static<typeof PhoneNumberResponse> {
   return {
     id: r.id,
     phone_number: r.phone_number,
@@ -36,6 +42,8 @@ export function phoneNumberView(r: PhoneNumberRow) {
     cnam_status: r.cnam_status,
     cnam_rejection_reason: r.cnam_rejection_reason ?? null,
     texting_status: r.texting_status,
+    source: r.source,
+    inbound: r.inbound,
     created_at: r.created_at.toISOString(),
   };
 }
@@ -51,6 +59,7 @@ export interface InsertNumber {
   status: 'PROVISIONING' | 'ACTIVE';
   cnamDisplayName: string;
   provider?: string;
+  source?: 'purchased' | 'imported';
 }
 
 /** Inserts one held number; every provisioned number is auto-enrolled in reputation monitoring. */
@@ -59,9 +68,9 @@ export async function insertPhoneNumber(tx: Tx, n: InsertNumber): Promise<PhoneN
   if (!parsed) throw new Error(`not an E.164 number: ${n.phoneNumber}`);
   return tx.one(
     `INSERT INTO phone_numbers (phone_number, name, organization_id, user_id, provider, status, iso_country, area_code,
-       reputation_enrolled_at, cnam_display_name, activated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, CASE WHEN $6 = 'ACTIVE' THEN now() END) RETURNING *`,
+       reputation_enrolled_at, cnam_display_name, activated_at, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, CASE WHEN $6 = 'ACTIVE' THEN now() END, $10) RETURNING *`,
     [n.phoneNumber, n.name || n.phoneNumber, n.organizationId, n.userId, n.provider ?? 'sandbox', n.status,
-      parsed.isoCountry, parsed.areaCode ?? '', n.cnamDisplayName],
+      parsed.isoCountry, parsed.areaCode ?? '', n.cnamDisplayName, n.source ?? 'purchased'],
   );
 }

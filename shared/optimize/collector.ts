@@ -22,7 +22,11 @@ export const BOT_USER_AGENT = /bot\b|bot\/|crawl|spider|slurp|facebookexternalhi
 
 export const isBot = (userAgent: string | undefined) => !userAgent || BOT_USER_AGENT.test(userAgent);
 
-export interface CollectOutcome { status: number; accepted: number; ignored: number; reason?: string }
+/** What became of a beacon: taken (counted or ignored), or refused as malformed, from a page off the property's
+ *  domain, or for an unknown key (the collector route answers each with its status). */
+export type CollectVerdict = 'taken' | 'malformed' | 'foreign_origin' | 'unknown_key';
+
+export interface CollectOutcome { verdict: CollectVerdict; accepted: number; ignored: number; reason?: string }
 
 /** Live Redis keys the collector writes and the rollup claims. */
 export function liveKeys(key: Keyer) {
@@ -72,13 +76,13 @@ export class Collector {
 
   /** Counts a beacon. `originHost` is the request's Origin (or Referer) host when it sent one. */
   async accept(body: Buffer | null, userAgent: string | undefined, originHost: string | null): Promise<CollectOutcome> {
-    if (isBot(userAgent)) return { status: 202, accepted: 0, ignored: 0, reason: 'bot' };
+    if (isBot(userAgent)) return { verdict: 'taken', accepted: 0, ignored: 0, reason: 'bot' };
     const b = parseBeacon(body);
-    if (typeof b === 'string') return { status: 400, accepted: 0, ignored: 0, reason: b };
+    if (typeof b === 'string') return { verdict: 'malformed', accepted: 0, ignored: 0, reason: b };
     const config = await this.configs.get(b.k);
-    if (!config) return { status: 404, accepted: 0, ignored: b.e.length, reason: 'unknown public key' };
+    if (!config) return { verdict: 'unknown_key', accepted: 0, ignored: b.e.length, reason: 'unknown public key' };
     if (originHost !== null && !hostOnDomain(originHost, config.domain)) {
-      return { status: 403, accepted: 0, ignored: b.e.length, reason: 'origin is not on the property domain' };
+      return { verdict: 'foreign_origin', accepted: 0, ignored: b.e.length, reason: 'origin is not on the property domain' };
     }
     const keys: string[] = [];
     const args: string[] = [];
@@ -89,10 +93,10 @@ export class Collector {
       keys.push(seenKey(this.key, test.id), convertedKey(this.key, test.id));
       args.push(e.t, test.id, variant.id, test.goal.type, b.v);
     }
-    if (!keys.length) return { status: 202, accepted: 0, ignored: b.e.length };
+    if (!keys.length) return { verdict: 'taken', accepted: 0, ignored: b.e.length };
     const flags = await this.enqueue(keys, args);
     const counted = flags.reduce((s, f) => s + f, 0);
-    return { status: 202, accepted: counted, ignored: b.e.length - counted };
+    return { verdict: 'taken', accepted: counted, ignored: b.e.length - counted };
   }
 
   private enqueue(keys: string[], args: string[]): Promise<number[]> {

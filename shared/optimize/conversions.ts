@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError, validationError } from '../errors.ts';
+import { DomainError, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
@@ -54,7 +54,7 @@ export async function recordConversion(db: Db, redis: Redis, key: Keyer, organiz
     const { test } = await getTest(tx, organizationId, input.test_id);
     const variantId = await assignedVariant(tx, redis, key, test.id, input.visitor_id);
     if (!variantId) {
-      throw new ApiError('visitor_not_assigned', `Visitor ${input.visitor_id} was never assigned a variant of test ${test.id}.`,
+      throw new DomainError('visitor_not_assigned', `Visitor ${input.visitor_id} was never assigned a variant of test ${test.id}.`,
         { fields: { visitor_id: 'has no recorded assignment in this test' }, resolutionHint: 'Send the visitor id the tag exposes as window.openlineOptimize.visitorId on the test page.' });
     }
     const result = { recorded: false, test_id: test.id, variant_id: variantId };

@@ -1,5 +1,5 @@
 import { randomToken, uuidv7 } from '../ids.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import type { Db } from '../db.ts';
 
 // Properties: the websites an organization tests. The public key only identifies the property to the tag and the
@@ -46,7 +46,7 @@ export async function createProperty(db: Db, organizationId: string, input: { do
   }
 }
 
-const propertyExists = (id: string, domain: string) => new ApiError('property_exists',
+const propertyExists = (id: string, domain: string) => new DomainError('property_exists',
   `${domain} is already registered as property ${id}.`, { fields: { domain: 'is already registered', conflicts_with: id } });
 
 export function listProperties(db: Db, organizationId: string): Promise<PropertyRow[]> {

@@ -1,4 +1,5 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
+import type { QueueRegistry } from '../queues/registry.ts';
 import type { Redis } from 'ioredis';
 import type { Db } from '../db.ts';
 import { uuidv7 } from '../ids.ts';
@@ -121,11 +122,5 @@ export async function rollupOnce(db: Db, redis: Redis, key: Keyer, fault: 'kill-
   return { batchId, applied, impressions: impressionTotal, assignments: assignments.test.length, conversions: cnv.length, testIds };
 }
 
-const queues = new WeakMap<Redis, Queue>();
-
 /** The rollup's queue; the workers' scheduler service adds one repeating job to it (one at a time). */
-export function rollupQueue(redis: Redis, prefix: string): Queue {
-  let q = queues.get(redis);
-  if (!q) queues.set(redis, (q = new Queue(ROLLUP_QUEUE, { connection: redis, prefix })));
-  return q;
-}
+export const rollupQueue = (queues: QueueRegistry): Queue => queues.get(ROLLUP_QUEUE);

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { stateConflict } from '../errors.ts';
 
 // A test's status and the moves between them (one place; the routes and the rollup call assertMove):
 //
@@ -30,11 +30,10 @@ export const MOVES: Record<TestStatus, readonly TestStatus[]> = {
 
 export const canMove = (from: TestStatus, to: TestStatus) => MOVES[from].includes(to);
 
-/** 409 test_state_conflict naming the current status when the move is not allowed. */
+/** state_conflict naming the current status when the move is not allowed. */
 export function assertMove(from: TestStatus, to: TestStatus, action = `move to ${to}`): void {
   if (canMove(from, to)) return;
-  throw new ApiError('test_state_conflict', `The test is ${from}; it cannot ${action}.`, {
-    fields: { status: from },
+  throw stateConflict('optimize_test', from, `The test is ${from}; it cannot ${action}.`, {
     resolutionHint: MOVES[from].length ? `From ${from} a test can move to: ${MOVES[from].join(', ')}.` : 'An archived test cannot change.',
   });
 }

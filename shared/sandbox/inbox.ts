@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { InboxEntryResponse } from './schemas.ts';
 import type { Db, Tx } from '../db.ts';
 
 // The sandbox's stand-in for the outside world's phones: what the sandbox carrier "delivered" to an external
@@ -31,7 +33,7 @@ export async function readInbox(db: Db, organizationId: string, phoneNumber: str
     [organizationId, phoneNumber, limit]);
 }
 
-export const inboxEntryView = (r: InboxEntryRow) => ({
+export const inboxEntryView = (r: InboxEntryRow): Static<typeof InboxEntryResponse> => ({
   id: Number(r.id),
   phone_number: r.phone_number,
   channel: r.channel,

@@ -2,8 +2,8 @@
 // later report its delivery receipt (delivered or undelivered) as a job on SMS_RECEIPTS_QUEUE, which the workers'
 // sms-receipts processor applies. submit() must be idempotent per message id: the workers repeat it after a crash.
 // shared/sms/configured.ts picks the carrier.
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
+import type { QueueRegistry } from '../queues/registry.ts';
 
 export const SMS_RECEIPTS_QUEUE = 'sms-receipts';
 
@@ -27,12 +27,4 @@ export interface SmsCarrier {
   submit(m: SmsSubmit): Promise<SmsSubmitResult>;
 }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-export function receiptsQueue(redis: Redis, prefix: string): Queue<SmsReceipt> {
-  let byPrefix = queues.get(redis);
-  if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
-  let q = byPrefix.get(prefix);
-  if (!q) byPrefix.set(prefix, (q = new Queue(SMS_RECEIPTS_QUEUE, { connection: redis, prefix })));
-  return q as Queue<SmsReceipt>;
-}
+export const receiptsQueue = (queues: QueueRegistry): Queue<SmsReceipt> => queues.get<SmsReceipt>(SMS_RECEIPTS_QUEUE);

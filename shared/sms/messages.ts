@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { MessageResponse } from './schemas.ts';
 // SMS message records and accepting a send (POST /v1/sms/send). Accepting checks, in this order, and writes
 // nothing when one refuses:
 //   1 validation        E.164 numbers, a body of at most MAX_SEGMENTS segments (400 validation_error)
@@ -10,11 +12,11 @@
 //   6 opt-out           403 recipient_opted_out (the recipient replied STOP to the organization)
 // then inserts the message (queued) and puts it on the sms-send queue. Money is charged when the workers hand
 // the message to the carrier (shared/sms/send.ts), where the opt-out is checked again under a lock.
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
+import type { QueueRegistry } from '../queues/registry.ts';
 import type { Principal } from '../accounts/principal.ts';
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import { isDemoDestination } from '../calls/destinations.ts';
@@ -51,7 +53,7 @@ export interface MessageRow {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** The message record of the read endpoints: the reference's fields plus what a reader needs. */
-export function messageView(m: MessageRow) {
+export function messageView(m: MessageRow): Static<typeof MessageResponse> {
   const outbound = m.direction === 'outbound';
   return {
     id: m.id,
@@ -88,15 +90,7 @@ export function messageEventData(m: MessageRow) {
 export const SMS_SEND_QUEUE = 'sms-send';
 export interface SendJob { messageId: string; /** the reserved send slot (shared/sms/throughput.ts) */ slot?: number }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-export function sendQueue(redis: Redis, prefix: string): Queue<SendJob> {
-  let byPrefix = queues.get(redis);
-  if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
-  let q = byPrefix.get(prefix);
-  if (!q) byPrefix.set(prefix, (q = new Queue(SMS_SEND_QUEUE, { connection: redis, prefix })));
-  return q as Queue<SendJob>;
-}
+export const sendQueue = (queues: QueueRegistry): Queue<SendJob> => queues.get<SendJob>(SMS_SEND_QUEUE);
 
 /** Idempotent per message (job id = message id). */
 export async function enqueueSend(q: Queue<SendJob>, messageIds: string[]): Promise<void> {
@@ -130,8 +124,8 @@ const NOT_READY: Record<BlockReason, string> = {
   no_sender: 'from_number is not an active, texting-registered number of your organization.',
 };
 
-export function textingNotReady(reason: BlockReason, registrationStatus: RegistrationStatus): ApiError {
-  return new ApiError('texting_not_ready', NOT_READY[reason], {
+export function textingNotReady(reason: BlockReason, registrationStatus: RegistrationStatus): DomainError {
+  return new DomainError('texting_not_ready', NOT_READY[reason], {
     fields: { reason, registration_status: registrationStatus },
     resolutionHint: reason === 'no_sender' ? 'Use one of your ACTIVE numbers (GET /v1/phone-numbers).' : 'See GET /v1/sms/registration.',
   });
@@ -159,7 +153,7 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
   assertWithinBounds(p, ['from_number', req.from_number], [['to_number', req.to_number]]);
   // Demo keys reach only the sandbox's 555 numbers, as on the call paths.
   if (p.isDemo && !isDemoDestination(req.to_number)) {
-    throw new ApiError('destination_blocked', 'to_number is not on the demo allowlist (demo keys may only text the sandbox\'s 555 numbers).',
+    throw new DomainError('destination_blocked', 'to_number is not on the demo allowlist (demo keys may only text the sandbox\'s 555 numbers).',
       { fields: { to_number: 'is not on the demo allowlist' }, resolutionHint: 'Use a sandbox number such as +14155550100, or a production key.' });
   }
 
@@ -189,7 +183,7 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
     if (r.phone_status !== 'ACTIVE' || r.texting_status !== 'registered') throw textingNotReady('no_sender', reg);
     const inactive = subscriptionRefusal(r.subscription_active);
     if (inactive) throw inactive;
-    throw new ApiError('recipient_opted_out', `${req.to_number} opted out of SMS from your organization (replied STOP).`,
+    throw new DomainError('recipient_opted_out', `${req.to_number} opted out of SMS from your organization (replied STOP).`,
       { fields: { to_number: 'opted out of SMS from your organization; they can opt back in by replying START' } });
   });
   await enqueueSend(q, [row.id]);

@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { RegistrationResponse } from './schemas.ts';
 // The organization's texting registration (A2P 10DLC style): a brand (who sends) and a campaign (what is sent
 // and how recipients opted in), vetted by a registration provider. States:
 //
@@ -9,7 +11,7 @@
 // texting_status (pending, registered, rejected); a number bought later takes the registration's state
 // (a trigger of migration 017).
 import type { Db, Tx, WithinTx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { stateConflict } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { uuidv7 } from '../ids.ts';
 
@@ -45,7 +47,7 @@ export const NUMBER_TEXTING_STATUS: Record<RegistrationStatus, string> = {
 
 export interface NumberTextingStatus { phone_number: string; texting_status: string }
 
-export function registrationView(r: RegistrationRow | null, numbers: NumberTextingStatus[]) {
+export function registrationView(r: RegistrationRow | null, numbers: NumberTextingStatus[]): Static<typeof RegistrationResponse> {
   return {
     id: r?.id ?? null,
     status: (r?.status ?? 'none') as RegistrationStatus,
@@ -102,9 +104,8 @@ export async function submitRegistration(db: Db, provider: TextingRegistrationPr
       'SELECT * FROM texting_registrations WHERE organization_id = $1 FOR UPDATE', [organizationId]);
     const previous: RegistrationStatus = current?.status ?? 'none';
     if (current && current.status !== 'rejected') {
-      throw new ApiError('texting_registration_conflict',
-        `The texting registration is ${current.status}; only a rejected registration can be submitted again.`,
-        { fields: { status: current.status } });
+      throw stateConflict('texting_registration', current.status,
+        `The texting registration is ${current.status}; only a rejected registration can be submitted again.`);
     }
     const row = await tx.one<RegistrationRow>(
       `INSERT INTO texting_registrations (id, organization_id, status, brand, campaign, provider)

@@ -6,9 +6,9 @@
 //   - a campaign none of whose sample messages tells how to opt out (the word STOP): rejected,
 //     reason campaign_opt_out_language_missing
 //   - otherwise approved.
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 import type { Campaign, Brand, RegistrationRow, TextingRegistrationProvider, Verdict } from './registration.ts';
 
 export const VETTING_QUEUE = 'texting-vetting';
@@ -22,24 +22,16 @@ export function sandboxVerdict(brand: Brand, campaign: Campaign): Verdict {
   return { status: 'approved' };
 }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-export function vettingQueue(redis: Redis, prefix: string): Queue<TextingVettingJob> {
-  let byPrefix = queues.get(redis);
-  if (!byPrefix) queues.set(redis, (byPrefix = new Map()));
-  let q = byPrefix.get(prefix);
-  if (!q) byPrefix.set(prefix, (q = new Queue(VETTING_QUEUE, { connection: redis, prefix })));
-  return q as Queue<TextingVettingJob>;
-}
+export const vettingQueue = (queues: QueueRegistry): Queue<TextingVettingJob> => queues.get<TextingVettingJob>(VETTING_QUEUE);
 
 export class SandboxRegistrationProvider implements TextingRegistrationProvider {
   readonly name = 'sandbox';
-  constructor(private readonly redis: Redis, private readonly config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>) {}
+  constructor(private readonly queues: QueueRegistry, private readonly config: Pick<Config, 'sandboxTimeScale'>) {}
 
   async submit(reg: RegistrationRow): Promise<{ providerRef: string }> {
     const submittedAt = reg.submitted_at.toISOString();
     const providerRef = `sbx-reg-${reg.id}-${reg.submitted_at.getTime()}`;
-    await vettingQueue(this.redis, this.config.redisPrefix).add('vet',
+    await vettingQueue(this.queues).add('vet',
       { registrationId: reg.id, submittedAt, brand: reg.brand, campaign: reg.campaign },
       { jobId: providerRef, delay: Math.round(SANDBOX_VETTING_MS * this.config.sandboxTimeScale), attempts: 8,
         backoff: { type: 'exponential', delay: 500 }, removeOnComplete: true, removeOnFail: { age: 7 * 86400 } });
@@ -48,5 +40,5 @@ export class SandboxRegistrationProvider implements TextingRegistrationProvider 
 }
 
 /** The configured registration provider (only the sandbox exists so far). */
-export const registrationProvider = (redis: Redis, config: Config): TextingRegistrationProvider =>
-  new SandboxRegistrationProvider(redis, config);
+export const registrationProvider = (queues: QueueRegistry, config: Config): TextingRegistrationProvider =>
+  new SandboxRegistrationProvider(queues, config);

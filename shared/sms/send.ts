@@ -11,7 +11,7 @@
 // message that then loses a race with a STOP keeps its charge.
 import { isOptedOut, lockRecipient } from '../contacts/opt-outs.ts';
 import type { Db, Tx } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import type { SpendCharges } from '../spend/charges.ts';
 import type { SmsCarrier, SmsReceipt } from './carrier.ts';
@@ -47,7 +47,7 @@ export async function handOver(d: SendDeps, messageId: string): Promise<HandOver
     // The plan may have lapsed since the message was accepted: the charge refuses it then, and the message fails.
     const charge = await d.charges.charge({ organizationId: m.organization_id, kind: 'sms', ref: m.id,
       cents: smsCostCents(m.segments), quantity: m.segments, capCents: m.cap }).catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === 'no_active_subscription') return null;
+      if (err instanceof DomainError && err.code === 'no_active_subscription') return null;
       throw err;
     });
     if (!charge) error = NO_SUBSCRIPTION_ERROR;

@@ -35,7 +35,7 @@ export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 export class SpendCharges {
   constructor(private readonly db: Db, private readonly spend: SpendAccounts) {}
 
-  /** Throws the plan's refusal (ApiError no_active_subscription) when a new charge would be made for an organization
+  /** Throws the plan's refusal (DomainError no_active_subscription) when a new charge would be made for an organization
    *  whose subscription is inactive; a duplicate (already paid) is answered as such. */
   async charge(c: ChargeRequest): Promise<ChargeResult> {
     const now = c.now ?? new Date();

@@ -51,11 +51,11 @@ export async function issueRoomToken(rt: CallRuntime, p: Principal, req: Browser
 /** Stores the ticket and its cleanup deadline; on failure the call is canceled (setup_failed) so nothing is left
  *  holding a channel. */
 async function recordTicket(rt: CallRuntime, callId: string, organizationId: string, kind: TicketKind, token: string) {
-  const { db, redis, config } = rt.deps;
+  const { db, config } = rt.deps;
   const cleanupMs = config.ticketCleanupSeconds * 1000;
   try {
     await insertTicket(db, { callId, organizationId, kind, token, expiresAt: new Date(Date.now() + cleanupMs) });
-    await scheduleTicketCleanup(redis, config.redisPrefix, callId, cleanupMs);
+    await scheduleTicketCleanup(rt.deps.queues, callId, cleanupMs);
   } catch (err) {
     await rt.transition(callId, { type: 'hangup', mode: 'setup_failed', at: new Date() }, { bestEffort: true }).catch(() => undefined);
     throw err;

@@ -8,8 +8,9 @@ import type { CallRow, Leg } from '../calls/model.ts';
 
 export const TICKET_PREFIX = 'olwt_';
 export type TicketKind = 'webrtc' | 'room';
-/** Call types of the browser paths (A: webrtc ticket, B: room token). */
-export const BROWSER_CALL_TYPES: ReadonlySet<string> = new Set(['webrtc', 'room']);
+/** Call types of the browser paths (A: webrtc ticket, B: room token) and inbound calls (a browser answers them):
+ *  their progress goes to the softphone socket. */
+export const BROWSER_CALL_TYPES: ReadonlySet<string> = new Set(['webrtc', 'room', 'inbound']);
 
 export const newTicket = () => TICKET_PREFIX + randomToken(43);
 

@@ -93,6 +93,7 @@ export async function loadClientTokenSigner(db: Db, config: Config): Promise<Cli
   return new ClientTokenSigner(secret, config.clientTokenPreviousSecret);
 }
 
+// A memo of the secret stored in the database this handle reaches (a process may hold several handles, e.g. tests).
 const signers = new WeakMap<object, Promise<ClientTokenSigner>>();
 
 /** One signer per database handle and process (memoized; a failed load is retried next time). */

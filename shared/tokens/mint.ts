@@ -4,7 +4,7 @@
 import type { Principal } from '../accounts/principal.ts';
 import { verifiedCallerIds } from '../caller-ids/standing.ts';
 import type { Db } from '../db.ts';
-import { ApiError, validationError } from '../errors.ts';
+import { DomainError, validationError } from '../errors.ts';
 import { parseE164 } from '../phone/e164.ts';
 import { isScope, type Scope } from '../scopes.ts';
 import {
@@ -46,7 +46,7 @@ export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Prin
   const lacking: Record<string, string> = {};
   requested.forEach((s, i) => { if (!p.scopes.has(s as Scope)) lacking[`scopes[${i}]`] = 'is not a scope of the minting key'; });
   if (Object.keys(lacking).length) {
-    throw new ApiError('forbidden', 'A client token\'s scopes must be a subset of the minting key\'s.', { fields: lacking });
+    throw new DomainError('forbidden', 'A client token\'s scopes must be a subset of the minting key\'s.', { fields: lacking });
   }
   const outside: Record<string, string> = {};
   if (p.allowedFrom.length) {
@@ -56,7 +56,7 @@ export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Prin
     req.to_numbers?.forEach((n, i) => { if (!p.allowedTo.includes(n)) outside[`to_numbers[${i}]`] = 'is outside the minting key\'s allowed destinations'; });
   }
   if (Object.keys(outside).length) {
-    throw new ApiError('forbidden', 'Every number of a client token must fall inside the minting key\'s ceiling.', { fields: outside });
+    throw new DomainError('forbidden', 'Every number of a client token must fall inside the minting key\'s ceiling.', { fields: outside });
   }
 
   const held = await db.any<{ phone_number: string; status: string }>(
@@ -73,7 +73,7 @@ export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Prin
     else if (s !== 'ACTIVE') notUsable[`from_numbers[${i}]`] = `is ${s.toLowerCase()}, not active`;
   });
   if (Object.keys(notUsable).length) {
-    throw new ApiError('forbidden', 'Every caller ID of a client token must be an active number your organization holds.',
+    throw new DomainError('forbidden', 'Every caller ID of a client token must be an active number your organization holds.',
       { fields: notUsable, resolutionHint: 'Use numbers listed by GET /v1/phone-numbers with status ACTIVE.' });
   }
 

@@ -14,6 +14,7 @@ export const callIdOfRoom = (room: string | undefined) => (room?.startsWith('cal
 /** Extra lifetime beyond the longest call: ringing and joining happen before the call-length clock starts. */
 const TTL_MARGIN_SECONDS = 600;
 
+// A memo of the secret stored in the database this handle reaches (a process may hold several handles, e.g. tests).
 const pairs = new WeakMap<object, Promise<RoomKeyPair>>();
 
 /** LIVEKIT_API_KEY / LIVEKIT_API_SECRET when set; else a sandbox pair whose secret lives in the database. */

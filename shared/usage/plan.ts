@@ -1,25 +1,25 @@
 // The organization's plan: included voice minutes per UTC calendar month (null = no minute limit) and whether the
 // subscription is active. A new organization is active with no limit; the admin CLI sets both.
 import type { Db } from '../db.ts';
-import { ApiError } from '../errors.ts';
+import { DomainError } from '../errors.ts';
 
 export interface PlanFacts { subscriptionActive: boolean; includedMinutes: number | null; usedMinutes: number }
 
 /** The rule of every paid operation: without an active subscription it is refused (402 no_active_subscription)
  *  before anything is reserved, charged or written. Applied by the call paths (decidePlan), the SMS accept path
  *  (shared/sms/messages.ts) and every charge (SpendCharges.charge: SMS hand-over, reputation checks, remediation). */
-export function subscriptionRefusal(subscriptionActive: boolean): ApiError | null {
+export function subscriptionRefusal(subscriptionActive: boolean): DomainError | null {
   if (subscriptionActive) return null;
-  return new ApiError('no_active_subscription', 'Your organization has no active subscription.',
+  return new DomainError('no_active_subscription', 'Your organization has no active subscription.',
     { resolutionHint: 'An administrator can reactivate it: admin org plan --org <id> --active true' });
 }
 
 /** Null when the plan lets a call be placed, else the refusal. Calls in progress are not counted until they end. */
-export function decidePlan(f: PlanFacts): ApiError | null {
+export function decidePlan(f: PlanFacts): DomainError | null {
   const inactive = subscriptionRefusal(f.subscriptionActive);
   if (inactive) return inactive;
   if (f.includedMinutes !== null && f.usedMinutes >= f.includedMinutes) {
-    return new ApiError('voice_usage_exhausted',
+    return new DomainError('voice_usage_exhausted',
       `The ${f.includedMinutes} voice minutes included this month are used (${f.usedMinutes} used).`,
       { resolutionHint: 'Included minutes renew on the 1st (UTC); an administrator can raise them: admin org plan --org <id> --included-minutes <n>' });
   }

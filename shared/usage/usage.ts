@@ -17,7 +17,7 @@ export function uuidv7Floor(d: Date): string {
 }
 
 export const monthStart = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
-export const PATHS: CallType[] = ['bridge', 'ai', 'webrtc', 'room'];
+export const PATHS: CallType[] = ['bridge', 'ai', 'webrtc', 'room', 'inbound'];
 
 export type Granularity = 'day' | 'month';
 
@@ -30,7 +30,7 @@ export interface UsagePeriod {
   spend_cents: { total: number; calls: number; sms: number; reputation_checks: number; remediation: number };
 }
 
-const emptyByPath = () => ({ total: 0, bridge: 0, ai: 0, webrtc: 0, room: 0 });
+const emptyByPath = () => ({ total: 0, bridge: 0, ai: 0, webrtc: 0, room: 0, inbound: 0 });
 const empty = (period: string): UsagePeriod => ({
   period, calls: emptyByPath(), minutes: emptyByPath(), sms_segments: 0, reputation_checks: 0,
   spend_cents: { total: 0, calls: 0, sms: 0, reputation_checks: 0, remediation: 0 },

@@ -1,10 +1,11 @@
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
-import { ApiError, notFound, validationError } from '../errors.ts';
+import { DomainError, notFound, validationError } from '../errors.ts';
 import { randomToken, SUBSCRIPTION_PREFIX } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import type { NewAttempt } from './attempt-log.ts';
 import { isSubscribable, SUBSCRIBABLE_EVENT_TYPES } from './event-types.ts';
 import { newSigningSecret } from './signing.ts';
+import { subscriptionView } from './views.ts';
 import { checkWebhookUrl, LOCAL_RECEIVER_HINT } from './url-guard.ts';
 
 export interface SubscriptionRow {
@@ -32,26 +33,11 @@ export interface NewSubscription {
 
 export const newSubscriptionId = () => SUBSCRIPTION_PREFIX + randomToken(24);
 
-/** The API shape of a subscription; the secret only appears in the creation response. */
-export function subscriptionView(r: SubscriptionRow) {
-  return {
-    id: r.id,
-    webhook_url: r.webhook_url,
-    event_type: r.event_type,
-    workflow_id: r.workflow_id,
-    campaign_id: r.campaign_id,
-    status: r.status,
-    disabled_reason: r.disabled_reason,
-    disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
-    created_at: r.created_at.toISOString(),
-  };
-}
-
 /** Live (not deleted) subscriptions an organization may have, active and disabled together. Each one is a
  *  delivery per matching event, so the cap bounds what one event can fan out to. */
 export const MAX_SUBSCRIPTIONS_PER_ORGANIZATION = 100;
 
-const duplicateOf = (existing: { id: string }, eventType: string) => new ApiError('subscription_exists',
+const duplicateOf = (existing: { id: string }, eventType: string) => new DomainError('subscription_exists',
   `This URL is already subscribed to ${eventType} (${existing.id}); one subscription delivers each event once.`,
   { fields: { webhook_url: `is already subscribed to ${eventType}`, conflicts_with: existing.id },
     resolutionHint: 'Use the existing subscription (POST .../enable turns a disabled one back on), or delete it first.' });
@@ -69,7 +55,7 @@ export async function createSubscription(db: Db, organizationId: string, input: 
   const url = await checkWebhookUrl(input.webhook_url, allowInsecure);
   if (!url.ok) fields.webhook_url = url.reason;
   if (Object.keys(fields).length || !url.ok) {
-    throw new ApiError('validation_error', 'The request is invalid; see fields.',
+    throw new DomainError('validation_error', 'The request is invalid; see fields.',
       { fields, resolutionHint: !url.ok && url.insecureWouldAllow ? LOCAL_RECEIVER_HINT : undefined });
   }
   const webhookUrl = url.url.toString();
@@ -83,7 +69,7 @@ export async function createSubscription(db: Db, organizationId: string, input: 
       if (existing) throw duplicateOf(existing, input.event_type);
       const { n } = await tx.one<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_subscriptions WHERE ${live}`, [organizationId]);
       if (n >= MAX_SUBSCRIPTIONS_PER_ORGANIZATION) {
-        throw new ApiError('subscription_limit_exceeded',
+        throw new DomainError('subscription_limit_exceeded',
           `Your organization has ${n} webhook subscriptions; the limit is ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION}.`,
           { resolutionHint: 'Delete subscriptions you no longer use; one subscription per URL and event type is enough.' });
       }
@@ -180,22 +166,6 @@ export async function matchingSubscriptions(tx: Tx, pairs: { organizationId: str
 
 /** A logged delivery attempt as read back (the row written from a NewAttempt). */
 export type AttemptRow = Omit<NewAttempt, 'organization_id'> & { id: number };
-
-export function attemptView(r: AttemptRow) {
-  return {
-    id: r.id,
-    webhook_id: r.webhook_id,
-    event_id: r.event_id,
-    event_type: r.event_type,
-    attempt: r.attempt,
-    outcome: r.outcome,
-    response_status: r.response_status,
-    latency_ms: r.latency_ms,
-    error: r.error,
-    attempted_at: r.attempted_at.toISOString(),
-    next_attempt_at: r.next_attempt_at ? r.next_attempt_at.toISOString() : null,
-  };
-}
 
 /** Every delivery attempt to one of the organization's subscriptions (deleted ones too), newest first. */
 export async function listAttempts(db: Db, organizationId: string, subscriptionId: string, p: PageParams, webhookId?: string) {

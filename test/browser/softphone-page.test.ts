@@ -1,7 +1,7 @@
 // The softphone page in real Chromium (Debian's, fake audio devices): it loads clean and idle, the fake microphone
 // captures, and a ticket the signaling socket rejects ends the call with the error shown.
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { createLogger } from '../../shared/log.ts';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
 import { testEnv } from '../helpers/env.ts';
@@ -95,8 +95,8 @@ if (chromiumSkip) {
         socket.close(4001, 'ticket_used');
       }
     });
-    const g = await startGateway({ config: { ...env.config, signalingPublicUrl: peer.url }, log: createLogger('gateway', 'silent') });
-    t.teardown(() => g.close());
+    const g = await startGateway({ ...env.config, signalingPublicUrl: peer.url }, createLogger('gateway', 'silent'));
+    t.teardown(() => g.stop());
     const { page, problems } = await openPage(browser, t);
     await page.goto(`${g.url}/softphone?token=olwt_once&autostart=1`);
     await pageEventually(page, () => window.softphone.state === 'ended');

@@ -77,7 +77,8 @@ t.test('draft -> submitted -> approved, with the 409s of each state', async (t) 
   for (const [m, p2, body] of [['PUT', BRAND, { call_reason: 'x' }], ['POST', `${BRAND}/submit`, undefined]] as const) {
     const r = await env.request(m, p2, { key, body });
     t.equal(r.status, 409, `submitted: ${m} is 409`);
-    t.equal(r.body.error.code, 'brand_status_conflict');
+    t.equal(r.body.error.code, 'state_conflict');
+    t.same(r.body.error.fields, { entity: 'brand', status: 'submitted' });
     t.match(r.body.error.message, /is submitted/);
   }
   const round = (await env.db.one('SELECT review_round FROM brand_identities WHERE organization_id = $1', [o.organization_id])).review_round;

@@ -174,7 +174,8 @@ t.test('every illegal move answers 409 naming the current status', async (t) => 
       if (allowed[status].includes(name)) continue;
       const r = await env.request(m, p, { key, body });
       t.equal(r.status, 409, `${status}: ${name} is 409`);
-      t.equal(r.body.error?.code, 'enterprise_status_conflict');
+      t.equal(r.body.error?.code, 'state_conflict');
+      t.same(r.body.error?.fields, { entity: 'enterprise_registration', status }, `${status}: ${name} names the entity and status`);
       t.match(r.body.error?.message, `is ${status}`, `${status}: ${name} names the current status`);
     }
   };

@@ -91,8 +91,7 @@ t.test('SIGKILL Redis mid-call and restart it empty: limits hold, timers and del
     channels: 2, carrier: 'sandbox', time_scale: SCALE, max_duration_seconds: 3600, ring_timeout_seconds: 30, price_cents_per_minute: 1,
     spend_reserved_cents: 121, created_at: new Date(),
   });
-  const queues = new CallQueues(env.redis, env.config.redisPrefix);
-  t.teardown(() => queues.close());
+  const queues = new CallQueues(env.queues);
   await queues.enqueueDial(lateId);
   const late = await eventually(async () => { const x = await getCall(env, a, lateId); return x.status !== 'QUEUED' ? x : null; }, 30_000);
   t.match(late, { status: 'CANCELED', disconnection_reason: 'channel_limit_exceeded' }, 'over the limit: canceled before dialing');
@@ -179,7 +178,7 @@ t.test('a call that ended just before the loss gets the legs still up hung up', 
 t.test('signaling does not take heartbeats lost with Redis for dead processes', async (t) => {
   const org = await callOrg(env);
   const key = keyer(env.config.redisPrefix);
-  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'warn') }, false);
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'warn'), queues: env.queues }, false);
   const legs = new LegAccounts(env.redis, key);
   // A browser call answered on signaling process "sig-x", whose heartbeat this test writes (or stops writing).
   const id = uuidv7();

@@ -101,7 +101,7 @@ t.test('consents: record, list, revoke once', async (t) => {
   t.match(rv.body.data, { status: 'revoked', revoked_at: String });
   const again = await env.request('DELETE', `/v1/contacts/${c.id}/consents/${r.body.data.id}`, { key });
   t.equal(again.status, 409);
-  t.same([again.body.error.code, again.body.error.fields], ['invalid_state', { status: 'revoked' }]);
+  t.same([again.body.error.code, again.body.error.fields], ['state_conflict', { entity: 'contact_consent', status: 'revoked' }]);
   t.equal((await env.request('GET', `/v1/contacts/${c.id}/consents`, { key })).body.data.length, 2, 'revoked records are kept');
 });
 
@@ -123,7 +123,7 @@ t.test('opt-outs: both channels, the SMS area\'s rows visible, opt back in', asy
   t.match(back.body.data, { channel: 'call', status: 'revoked' });
   const none = await env.request('DELETE', `/v1/contacts/${c.id}/opt-outs/call`, { key });
   t.equal(none.status, 409);
-  t.same(none.body.error.fields, { status: 'not_opted_out' });
+  t.same([none.body.error.code, none.body.error.fields], ['state_conflict', { entity: 'contact_opt_out', status: 'not_opted_out' }]);
   t.equal((await env.request('DELETE', `/v1/contacts/${c.id}/opt-outs/fax`, { key })).status, 400);
   t.match((await env.request('GET', `/v1/contacts/${c.id}`, { key })).body.data.opted_out, { call: false, sms: true });
   t.equal((await env.db.one(`SELECT count(*)::int AS n FROM opt_outs WHERE phone_number = '+12125550103'`)).n, 2, 'history kept');

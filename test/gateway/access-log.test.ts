@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { httpCall, testEnv } from '../helpers/env.ts';
 
 const env = await testEnv(t);
@@ -30,11 +30,11 @@ function rawGet(port: number, path: string): Promise<number> {
 
 t.test('one line per request, matching what the client saw', async (t) => {
   const out = collector();
-  const g = await startGateway({ config: env.config, log: pino({ level: 'info', base: { proc: 'gateway' }, timestamp: pino.stdTimeFunctions.isoTime }, out.stream) });
+  const g = await startGateway(env.config, pino({ level: 'info', base: { proc: 'gateway' }, timestamp: pino.stdTimeFunctions.isoTime }, out.stream));
   const ok = await httpCall(g.url, 'GET', '/v1/account', { key: org.api_key });
   const anon = await httpCall(g.url, 'GET', '/v1/account');
   const odd = await rawGet(g.port, '/v1/no"such\\path');
-  await g.close();
+  await g.stop();
   const requests = out.lines().filter((l) => l.msg === 'request');
   t.equal(requests.length, 3, 'every request, flushed by close');
   const [a, b, c] = requests;
@@ -57,8 +57,8 @@ t.test('one line per request, matching what the client saw', async (t) => {
 
 t.test('nothing is written above info', async (t) => {
   const out = collector();
-  const g = await startGateway({ config: env.config, log: pino({ level: 'warn' }, out.stream) });
+  const g = await startGateway(env.config, pino({ level: 'warn' }, out.stream));
   await httpCall(g.url, 'GET', '/v1/account', { key: org.api_key });
-  await g.close();
+  await g.stop();
   t.equal(out.lines().filter((l) => l.msg === 'request').length, 0);
 });

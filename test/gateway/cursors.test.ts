@@ -2,7 +2,8 @@
 // order), page envelopes and the keyset SQL fragment.
 import t from 'tap';
 import { Cursors, CURSOR_TTL_MS, DEFAULT_PAGE_SIZE, keysetClause, MAX_PAGE_SIZE, PageQuery } from '../../shared/pagination.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { statusOf } from '../../shared/http/error-status.ts';
 
 let now = 1_800_000_000_000;
 const clock = { now: () => now };
@@ -14,10 +15,10 @@ function rejects(t: { ok: Function; equal: Function }, fn: () => unknown, field:
     fn();
     t.ok(false, `${why}: should throw`);
   } catch (e) {
-    t.ok(e instanceof ApiError, `${why}: ApiError`);
-    const err = e as ApiError;
+    t.ok(e instanceof DomainError, `${why}: DomainError`);
+    const err = e as DomainError;
     t.equal(err.code, 'validation_error', `${why}: validation_error`);
-    t.equal(err.status, 400);
+    t.equal(statusOf(err.code), 400);
     t.ok(err.fields?.[field], `${why}: fields.${field}`);
   }
 }

@@ -4,17 +4,20 @@
 // behind METRICS_TOKEN when it is set.
 import { Type } from '@sinclair/typebox';
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { createLogger } from '../../shared/log.ts';
 import { eventually, httpCall, testEnv } from '../helpers/env.ts';
 import { assertMetricsRefused, find, parseProm, scrape, total, type Sample } from '../helpers/prometheus.ts';
 
+/** The success envelope of this file's test-only routes (checked by the suite's response check). */
+const Data = Type.Object({ data: Type.Object({}) });
+
 const items: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/test/items/{id}', scope: 'account:read', tag: 'Test', summary: 'Test-only.',
     params: Type.Object({ id: Type.Integer() }),
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async ({ params }) => ({ status: 200, body: { data: { id: params.id } } }),
   });
 };
@@ -40,8 +43,8 @@ t.test('/readyz: Postgres and Redis reachable', async (t) => {
 });
 
 t.test('/readyz: 503 when Redis or Postgres is unreachable', async (t) => {
-  const g = await startGateway({ config: env.config, log: createLogger('gateway', 'silent') });
-  t.teardown(() => g.close().catch(() => undefined));
+  const g = await startGateway(env.config, createLogger('gateway', 'silent'));
+  t.teardown(() => g.stop().catch(() => undefined));
   t.equal((await httpCall(g.url, 'GET', '/readyz')).status, 200, 'ready at first');
   g.redis.disconnect();
   // The checks' result is kept for about a second: poll until the cached "ready" has lapsed.
@@ -128,9 +131,8 @@ t.test('call transitions applied by the gateway are counted (a queued call hung 
 
 t.test('METRICS_TOKEN: /metrics needs the bearer token; health checks do not', async (t) => {
   const token = 'metrics-token-0123456789abcdef';
-  const g = await startGateway({ config: { ...env.config, metrics: { host: '127.0.0.1', port: 0, token } },
-    log: createLogger('gateway', 'silent') });
-  t.teardown(() => g.close().catch(() => undefined));
+  const g = await startGateway({ ...env.config, metrics: { host: '127.0.0.1', port: 0, token } }, createLogger('gateway', 'silent'));
+  t.teardown(() => g.stop().catch(() => undefined));
   t.not(g.metricsUrl, g.url, 'its own listener');
   await assertMetricsRefused(t, g.metricsUrl, [undefined, 'Bearer wrong-token-0123456789abcd', token, `Basic ${token}`]);
   const ok = await scrape(g.metricsUrl, token);

@@ -5,11 +5,14 @@ import { Type } from '@sinclair/typebox';
 import t from 'tap';
 import type { Plugin, Reply } from '../../gateway/http/types.ts';
 import { createAgent, type AgentRow } from '../../shared/agents/agents.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { sha256hex } from '../../shared/ids.ts';
 import { IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/idempotency-store.ts';
 import { eventually, testEnv, type Response } from '../helpers/env.ts';
 import { pool } from '../helpers/pool.ts';
+
+/** The success envelope of this file's test-only routes (checked by the suite's response check). */
+const Data = Type.Object({ data: Type.Object({}) });
 
 /** Executions per body.name; a gate that holds `wait` requests; failure modes for the first execution. */
 const executions = new Map<string, number>();
@@ -27,14 +30,14 @@ const widgets: Plugin = (routes) => {
       wait: Type.Optional(Type.Boolean()),
       fail_first: Type.Optional(Type.Union([Type.Literal('500'), Type.Literal('403')])),
     }, { additionalProperties: false }),
-    response: { status: 201 },
+    response: { status: 201, schema: Data }, errors: ['forbidden'],
     handler: async ({ body, requestId }) => {
       const n = ran(body.name) + 1;
       executions.set(body.name, n);
       if (body.wait) await gate;
       if (body.fail_first && n === 1) {
         if (body.fail_first === '500') throw new Error('simulated crash on the first attempt');
-        throw new ApiError('forbidden', 'simulated refusal on the first attempt');
+        throw new DomainError('forbidden', 'simulated refusal on the first attempt');
       }
       return { status: 201, body: { data: { name: body.name, size: body.size ?? null, execution: n, created_by: requestId } },
         headers: { Location: `/v1/test/widgets/${body.name}` } };
@@ -44,7 +47,7 @@ const widgets: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/test/agents', scope: 'account:read', tag: 'Test', summary: 'Test-only: a transactional effect.',
     body: Type.Object({ name: Type.String({ minLength: 1 }), wait: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
-    response: { status: 201 },
+    response: { status: 201, schema: Data },
     handler: async (ctx) => {
       executions.set(ctx.body.name, ran(ctx.body.name) + 1);
       if (ctx.body.wait) await gate;
@@ -65,13 +68,13 @@ const uniqueAgents: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/test/unique-agents', scope: 'account:read', tag: 'Test', summary: 'Test-only: refuses a duplicate name.',
     body: Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
-    response: { status: 201 },
+    response: { status: 201, schema: Data }, errors: ['subscription_exists'],
     handler: async (ctx) => {
       executions.set(ctx.body.name, ran(ctx.body.name) + 1);
       await gate; // the gate current when the attempt arrives
       const taken = await ctx.deps.db.oneOrNone('SELECT id FROM agents WHERE organization_id = $1 AND name = $2 AND deleted_at IS NULL',
         [ctx.principal.organizationId, ctx.body.name]);
-      if (taken) throw new ApiError('subscription_exists', `${ctx.body.name} exists.`, { fields: { name: 'exists' } });
+      if (taken) throw new DomainError('subscription_exists', `${ctx.body.name} exists.`, { fields: { name: 'exists' } });
       const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: { id: a.id } } });
       return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, { name: ctx.body.name }, ctx.idempotent(reply)));
     },

@@ -9,6 +9,9 @@ import { OPTIMIZE_PUBLIC_DOCS } from '../../gateway/routes/optimize.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { testEnv } from '../helpers/env.ts';
 
+/** The success envelope of this file's test-only routes (checked by the suite's response check). */
+const Data = Type.Object({ data: Type.Object({}) });
+
 const addFormats = (addFormatsModule as unknown as { default: (a: Ajv2020) => Ajv2020 }).default;
 
 const extra: Plugin = (routes) => {
@@ -22,7 +25,7 @@ const extra: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/test/legacy', scope: 'account:read', tag: 'Test', summary: 'Test-only: deprecated.',
     deprecated: { since: new Date('2026-01-01T00:00:00Z'), sunset: new Date('2027-01-01T00:00:00Z'), link: 'https://docs.example.test/legacy' },
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async () => ({ status: 200, body: { data: {} } }),
   });
 };

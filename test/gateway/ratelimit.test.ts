@@ -2,7 +2,7 @@
 // structured fields, Retry-After), the 601st request of a normal key, the 121st of a demo key, an operator-set
 // per-key limit (admin CLI), and one count shared by every gateway replica.
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { createLogger } from '../../shared/log.ts';
 import { eventually, httpCall, testEnv, type Response } from '../helpers/env.ts';
 import { parseSfList } from '../helpers/header-syntax.ts';
@@ -158,8 +158,8 @@ t.test('the window resets: a new window starts with a full budget', async (t) =>
 });
 
 t.test('one count shared by every gateway replica', async (t) => {
-  const second = await startGateway({ config: env.config, log: createLogger('gateway', 'warn') });
-  t.teardown(() => second.close());
+  const second = await startGateway(env.config, createLogger('gateway', 'warn'));
+  t.teardown(() => second.stop());
   const k = await env.createKey({ organizationId: org.organization_id, userId: org.user_id, scopes: ['account:read'], rateLimitPerMinute: 10 });
   const viaFirst = await burst(k.apiKey, 5);
   const viaSecond = await pool(Array.from({ length: 5 }), 5, async () => (await httpCall(second.url, 'GET', '/v1/account', { key: k.apiKey })).status);

@@ -11,7 +11,7 @@ import { ParticipantInfo, ParticipantInfo_Kind } from '@livekit/protocol';
 import { AccessToken, WebhookEvent } from 'livekit-server-sdk';
 import { pino } from 'pino';
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import { NUL_MESSAGE, SURROGATE_MESSAGE, UNDECODABLE_MESSAGE } from '../../gateway/http/request-guards.ts';
@@ -189,8 +189,8 @@ t.test('public raw routes: NUL, unpaired surrogates and bytes that are not UTF-8
       LIVEKIT_API_KEY: LK_KEY, LIVEKIT_API_SECRET: LK_SECRET, LIVEKIT_SIP_TRUNK_ID: 'ST_x' });
     let logged = '';
     const sink = new Writable({ write(chunk, _enc, done) { logged += String(chunk); done(); } });
-    const g = await startGateway({ config, log: pino({ level: 'warn' }, sink) });
-    t.teardown(() => g.close());
+    const g = await startGateway(config, pino({ level: 'warn' }, sink));
+    t.teardown(() => g.stop());
     logged = ''; // only what the requests below cause
     const call = (method: string, path: string, o: Parameters<typeof httpCall>[3] = {}) => httpCall(g.url, method, path, o);
 

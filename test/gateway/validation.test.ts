@@ -10,6 +10,9 @@ import { httpCall, testEnv, type Response } from '../helpers/env.ts';
 import { parseSfList } from '../helpers/header-syntax.ts';
 import type { TapTest } from '../helpers/pool.ts';
 
+/** The success envelope of this file's test-only routes (checked by the suite's response check). */
+const Data = Type.Object({ data: Type.Object({}) });
+
 const SINCE = new Date('2026-01-15T00:00:00Z');
 const SUNSET = new Date('2027-07-01T00:00:00Z');
 
@@ -22,7 +25,7 @@ const testRoutes: Plugin = (routes) => {
       tags: Type.Optional(Type.Array(Type.String())),
       nested: Type.Optional(Type.Object({ a: Type.Integer() }, { additionalProperties: false })),
     }, { additionalProperties: false }),
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async ({ body }) => ({ status: 200, body: { data: { name_length: body.name.length, count: body.count ?? null } } }),
   });
   routes.add({
@@ -32,7 +35,7 @@ const testRoutes: Plugin = (routes) => {
   });
   routes.add({
     method: 'GET', path: '/v1/test/headers', scope: 'account:read', tag: 'Test', summary: 'Test-only: headers a handler sets.',
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async () => ({
       status: 200, body: { data: {} },
       headers: { 'X-First': 'one', 'X-Smuggle': 'x\r\nSet-Cookie: session=stolen', 'X-Second': 'two, with: colons' },
@@ -41,19 +44,19 @@ const testRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/test/items/{id}', scope: 'account:read', tag: 'Test', summary: 'Test-only: one item.',
     params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async ({ params }) => ({ status: 200, body: { data: { id: params.id } } }),
   });
   routes.add({
     method: 'GET', path: '/v1/test/old', scope: 'account:read', tag: 'Test', summary: 'Test-only: a deprecated route.',
     deprecated: { since: SINCE, sunset: SUNSET, link: 'https://docs.example.test/deprecations/old' },
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async () => ({ status: 200, body: { data: { old: true } } }),
   });
   routes.add({
     method: 'GET', path: '/v1/test/spelling', scope: 'account:read', tag: 'Test', summary: 'Test-only: a deprecated parameter.',
     query: Type.Object({ colour: Type.Optional(Type.String()), color: Type.Optional(Type.String()) }, { additionalProperties: false }),
-    response: { status: 200 },
+    response: { status: 200, schema: Data },
     handler: async ({ query }) => ({
       status: 200, body: { data: { color: query.color ?? query.colour ?? null } },
       deprecation: query.colour !== undefined

@@ -10,9 +10,10 @@ import { loadConfig, type Config } from '../../shared/config.ts';
 import { createDb, dropDatabase, type Db } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { createLogger } from '../../shared/log.ts';
+import { QueueRegistry } from '../../shared/queues/registry.ts';
 import { createRedis, type Redis } from '../../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, type Scope } from '../../shared/scopes.ts';
-import { startGateway, type RunningGateway } from '../../gateway/app.ts';
+import { startGateway, type RunningGateway } from '../../gateway/start.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
 import { prepareDatabase } from '../../infra/prepare.ts';
 
@@ -42,8 +43,12 @@ export interface RequestOptions {
 export class TestEnv {
   gateway: RunningGateway | null = null;
   private readonly children = new Set<ChildProcess>();
+  /** Queues on this file's connection and prefix, for tests that add or inspect jobs themselves. */
+  readonly queues: QueueRegistry;
 
-  constructor(readonly config: Config, readonly env: Record<string, string>, readonly db: Db, readonly redis: Redis) {}
+  constructor(readonly config: Config, readonly env: Record<string, string>, readonly db: Db, readonly redis: Redis) {
+    this.queues = new QueueRegistry(redis, config.redisPrefix);
+  }
 
   get url(): string {
     if (!this.gateway) throw new Error('no gateway in this test env');
@@ -69,7 +74,9 @@ export class TestEnv {
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const child = spawn(process.execPath, [...prof, '--import', 'tsx', `${proc}/main.ts`], {
       // At info so ready() sees the ready line; the output stays in memory unless a test prints it.
-      cwd: ROOT, env: { ...process.env, ...this.env, LOG_LEVEL: 'info', ...extra }, stdio: ['ignore', 'pipe', 'pipe'],
+      // The IPC channel makes the test its supervisor (shared/process.ts): a test process that dies before its teardown
+      // (an uncaught error) takes the child down with it, instead of leaving it holding PostgreSQL connections.
+      cwd: ROOT, env: { ...process.env, ...this.env, LOG_LEVEL: 'info', ...extra }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     this.children.add(child);
     const p = new Proc(child);
@@ -83,7 +90,8 @@ export class TestEnv {
     // connections have closed: DROP DATABASE ... WITH (FORCE) then terminates them and the late 57P01 error would be
     // an unhandled 'error' event that kills the test process. Swallow errors of pools that are shutting down.
     for (const pool of [this.gateway?.db.$pool, this.db.$pool]) pool?.on('error', () => undefined);
-    await this.gateway?.close();
+    await this.gateway?.stop();
+    await this.queues.close();
     let cursor = '0';
     do {
       const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.config.redisPrefix}:*`, 'COUNT', 1000);
@@ -131,6 +139,8 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
     DATABASE_POOL_MAX: '5',
     // Who Letters of Authorization authorize (generate-loa and signing answer 503 without it).
     PLATFORM_LEGAL_NAME: 'Openline Test Telecom, Inc.', PLATFORM_LEGAL_ADDRESS: '1 Test Plaza, Suite 9, Austin, TX 78701, USA',
+    // Every gateway of the suite checks each answer against its route's declared response schema (a mismatch is a 500).
+    RESPONSE_SCHEMA_CHECK: '1',
     ...o.env,
   };
   const config = loadConfig({ ...process.env, ...env });
@@ -138,9 +148,7 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
   const te = new TestEnv(config, env, createDb(config.databaseUrl, 10), createRedis(config.redisUrl));
   t.teardown(() => te.close());
   if (o.gateway !== false) {
-    te.gateway = await startGateway({
-      config, clock: o.clock, plugins: o.plugins, log: createLogger('gateway', config.logLevel),
-    });
+    te.gateway = await startGateway(config, createLogger('gateway', config.logLevel), { clock: o.clock, plugins: o.plugins });
   }
   return te;
 }

@@ -87,7 +87,7 @@ t.test('metrics: the admin listener (loopback, whatever HOST is) and the optiona
 });
 
 t.test('fault injection switches (crash tests only) are read here and checked like every setting', async (t) => {
-  t.same(loadConfig({}).faults, { gateway: null, carrierEventsKillBefore: null, outboxRelay: null, optimizeRollup: null, accountNoticeDelayMs: 0 });
+  t.same(loadConfig({}).faults, { gateway: null, carrierEventsKillBefore: null, outboxRelay: null, optimizeRollup: null, accountNoticeDelayMs: 0, responseSchemaCheck: false });
   t.equal(loadConfig({ CARRIER_EVENTS_FAULT: 'kill-before-apply:answered' }).faults.carrierEventsKillBefore, 'answered');
   t.throws(() => loadConfig({ GATEWAY_FAULT: 'kill-sometimes' }), /GATEWAY_FAULT must be one of kill-after-commit, got "kill-sometimes"/);
   t.throws(() => loadConfig({ OPTIMIZE_ROLLUP_FAULT: 'x' }), /OPTIMIZE_ROLLUP_FAULT must be one of kill-after-read, kill-after-commit/);

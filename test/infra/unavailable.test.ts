@@ -7,6 +7,7 @@ import { createDb } from '../../shared/db.ts';
 import { storeReadiness } from '../../shared/readiness.ts';
 import { createRedis, REQUEST_PATH_REDIS } from '../../shared/redis.ts';
 import { storeUnavailable, unreachableStore } from '../../shared/unavailable.ts';
+import { httpError } from '../../shared/http/error-status.ts';
 import { testEnv } from '../helpers/env.ts';
 import { freePort, OwnRedis } from '../helpers/own-stores.ts';
 
@@ -69,9 +70,9 @@ t.test('Redis with the gateway\'s options: killed or frozen, a command fails in 
 });
 
 t.test('the 503: service_unavailable with Retry-After, naming the store without internals', async (t) => {
-  const e = storeUnavailable('postgres');
+  const e = httpError(storeUnavailable('postgres'));
   t.equal(e.status, 503);
-  t.same(e.toBody(), { error: { code: 'service_unavailable', message: 'The database (PostgreSQL) cannot be reached right now; retry after 3 seconds.' } });
+  t.same(e.body, { error: { code: 'service_unavailable', message: 'The database (PostgreSQL) cannot be reached right now; retry after 3 seconds.' } });
   t.same(e.headers, { 'Retry-After': '3' });
   t.match(storeUnavailable('redis').message, /^Redis cannot be reached/);
 });

@@ -72,6 +72,7 @@ t.test('status moves; evidence kept; 409 names the current status', async (t) =>
   const r = await move('ACTIVE');
   t.equal(r.status, 409);
   t.equal(r.body.error.code, 'state_conflict');
+  t.same(r.body.error.fields, { entity: 'number_health_session', status: 'COMPLETED' });
   t.match(r.body.error.message, /COMPLETED/);
   t.equal((await move('CANCELLED')).status, 409, 'COMPLETED is final');
   t.equal((await move('DONE')).status, 400);
@@ -123,6 +124,7 @@ t.test('attempts attach existing calls, with every check', async (t) => {
   const paused = await attach(p1.id, (await dial(p1.phone_number, TESTER)).body.data.call_id);
   t.equal(paused.status, 409, 'a PAUSED session takes no attempts');
   t.equal(paused.body.error.code, 'state_conflict');
+  t.same(paused.body.error.fields, { entity: 'number_health_session', status: 'PAUSED' });
   t.match(paused.body.error.message, /PAUSED/);
   await env.request('PATCH', `/v1/number-health/sessions/${s.id}`, { key, body: { status: 'ACTIVE' } });
 

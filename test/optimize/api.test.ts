@@ -52,8 +52,8 @@ t.test('create, read, list, patch, states and events', async (t) => {
 
   const pause = await env.request('PATCH', `/v1/optimize/tests/${test.id}`, { key, body: { status: 'paused' } });
   t.equal(pause.status, 409, 'a draft cannot pause');
-  t.equal(pause.body.error.code, 'test_state_conflict');
-  t.equal(pause.body.error.fields.status, 'draft');
+  t.equal(pause.body.error.code, 'state_conflict');
+  t.same(pause.body.error.fields, { entity: 'optimize_test', status: 'draft' });
 
   const start = await env.request('PATCH', `/v1/optimize/tests/${test.id}`, { key, body: { status: 'running', traffic_split: 0.5, name: 'CTA v2' } });
   t.equal(start.status, 200);

@@ -1,7 +1,7 @@
 // The public collector and the exactly-once rollup, against real Redis, PostgreSQL and a workers process that is
 // SIGKILLed between reading a batch and committing it, and between committing it and dropping it from Redis.
 import t from 'tap';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { createLogger } from '../../shared/log.ts';
 import { assignVariant } from '../../shared/optimize/bucketing.ts';
 import { eventually, httpCall, testEnv } from '../helpers/env.ts';
@@ -164,8 +164,8 @@ t.test('a paused test stops counting; per-client rate bound', async (t) => {
   t.equal((await collect({ k: prop.public_key, v: visitor(99999), e: [{ t: 'i', x: test.id }] })).body.accepted, 0);
   // A second gateway configured with a bound of 3 beacons a minute per client address.
   const config = { ...env.config, optimize: { ...env.config.optimize, collectLimit: 3 } };
-  const strict = await startGateway({ config, log: createLogger('gateway', 'warn') });
-  t.teardown(() => strict.close());
+  const strict = await startGateway(config, createLogger('gateway', 'warn'));
+  t.teardown(() => strict.stop());
   const answers = [];
   for (let i = 0; i < 6; i++) answers.push(await collect({ k: prop.public_key, v: visitor(i), e: [{ t: 'i', x: half.id }] }, {}, strict.url));
   const limited = answers.find((r) => r.status === 429);

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { createLogger } from '../../shared/log.ts';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { ticketCleanupQueue } from '../../shared/tickets/queue.ts';
 import { LegAccounts } from '../../shared/channels/legs.ts';
 import { keyer } from '../../shared/redis.ts';
@@ -155,14 +155,14 @@ t.test('setup_failed racing redemption and origination: canceled before the carr
 
 t.test('expired and revoked tickets are refused; protocol errors close the socket', async (t) => {
   const org = await callOrg(env);
-  const g = await startGateway({ log: createLogger('gateway', 'warn'), config: loadConfig({ ...process.env, ...env.env,
-    DATABASE_URL: `${env.env.DATABASE_URL}?application_name=short`, TICKET_CLEANUP_SECONDS: '1' }) });
-  t.teardown(() => g.close());
+  const g = await startGateway(loadConfig({ ...process.env, ...env.env,
+    DATABASE_URL: `${env.env.DATABASE_URL}?application_name=short`, TICKET_CLEANUP_SECONDS: '1' }), createLogger('gateway', 'warn'));
+  t.teardown(() => g.stop());
   const r = await httpCall(g.url, 'POST', '/v1/webrtc-token', { key: org.api_key, body: { from_number: org.from, to_number: '+14155554567' } });
   t.equal(r.status, 201);
   // A ticket whose cleanup job was lost (as if the gateway died right after the insert): the reconciler re-schedules it.
   const lost = await httpCall(g.url, 'POST', '/v1/webrtc-token', { key: org.api_key, body: { from_number: org.from, to_number: '+14155554567' } });
-  t.equal(await ticketCleanupQueue(env.redis, env.config.redisPrefix).remove(lost.body.data.call_id), 1, 'cleanup job removed');
+  t.equal(await ticketCleanupQueue(env.queues).remove(lost.body.data.call_id), 1, 'cleanup job removed');
   await eventually(async () => (await env.db.one('SELECT expires_at < now() AS past FROM call_tickets WHERE call_id = $1', [r.body.data.call_id])).past);
   const p = await Phone.connect(A);
   hello(p, r.body.data.token);

@@ -59,7 +59,7 @@ t.test('without an active subscription a new charge is refused before anything i
   await setPlan(env.db, org.organization_id, { active: false });
   for (const kind of ['reputation_check', 'remediation', 'sms'] as const) {
     await t.rejects(charges.charge({ organizationId: org.organization_id, kind, ref: `after-${kind}`, cents: 10, capCents: 1000 }),
-      { code: 'no_active_subscription', status: 402, category: 'account_limit' }, kind);
+      { code: 'no_active_subscription', category: 'account_limit' }, kind);
   }
   await t.rejects(charges.charge({ organizationId: org.organization_id, kind: 'sms', ref: 'free', cents: 0, capCents: 1000 }),
     { code: 'no_active_subscription' }, 'also a zero-price charge');
@@ -86,7 +86,7 @@ t.test('the reconciler settles a charge whose settle was lost', async (t) => {
       ON CONFLICT (organization_id, day) DO UPDATE SET cents = org_daily_spend.cents + 10`, [org.organization_id, day]);
   });
   t.match(await spend.read(org.organization_id, day), { settled: 0, reserved: 10 }, 'reserved, not settled');
-  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'silent') }, false);
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'silent'), queues: env.queues }, false);
   const report = await reconcileOnce(rt, new Map(), Date.now(), { spendHolds: true });
   t.ok(report.spend_settled >= 1, 'the reconciler settled it');
   const after = await spend.read(org.organization_id, day);

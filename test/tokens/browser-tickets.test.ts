@@ -10,7 +10,7 @@ import { keyer } from '../../shared/redis.ts';
 import { RedisState } from '../../shared/redis-state.ts';
 import { createLogger } from '../../shared/log.ts';
 import { redeemTicket, redeemTickets } from '../../shared/tickets/tickets.ts';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { eventually, httpCall } from '../helpers/env.ts';
 import { callEnv, callOrg, channelsUsed, getCall, waitStatus, type CallOrg } from '../calls/helpers.ts';
 
@@ -149,10 +149,10 @@ t.test('POST /v1/room-token: a LiveKit access token for this call\'s room only; 
   t.equal((await ticketRow(call_id)).kind, 'room');
 
   // With a LiveKit key pair configured, that pair signs it (a LiveKit deployment accepts it as is).
-  const g = await startGateway({ log: createLogger('gateway', 'warn'), config: loadConfig({ ...process.env, ...env.env,
+  const g = await startGateway(loadConfig({ ...process.env, ...env.env,
     DATABASE_URL: `${env.env.DATABASE_URL}?application_name=lk`, LIVEKIT_API_KEY: 'APIlocal', LIVEKIT_API_SECRET: 'x'.repeat(40),
-    SIGNALING_PUBLIC_URL: 'wss://rtc.example.test/v1/softphone' }) });
-  t.teardown(() => g.close());
+    SIGNALING_PUBLIC_URL: 'wss://rtc.example.test/v1/softphone' }), createLogger('gateway', 'warn'));
+  t.teardown(() => g.stop());
   const lk = await httpCall(g.url, 'POST', '/v1/room-token', { key: org.api_key, body: { from_number: org.from, to_number: '+14155554567' } });
   t.equal(lk.status, 201);
   t.equal(lk.body.data.room_url, 'wss://rtc.example.test/v1/softphone');
@@ -162,9 +162,9 @@ t.test('POST /v1/room-token: a LiveKit access token for this call\'s room only; 
 
 t.test('cleanup: an unused ticket is revoked at its deadline, even across a workers restart', async (t) => {
   // A gateway whose tickets expire after 2 s; the workers are down when the deadline passes.
-  const g = await startGateway({ log: createLogger('gateway', 'warn'), config: loadConfig({ ...process.env, ...env.env,
-    DATABASE_URL: `${env.env.DATABASE_URL}?application_name=short`, TICKET_CLEANUP_SECONDS: '2' }) });
-  t.teardown(() => g.close());
+  const g = await startGateway(loadConfig({ ...process.env, ...env.env,
+    DATABASE_URL: `${env.env.DATABASE_URL}?application_name=short`, TICKET_CLEANUP_SECONDS: '2' }), createLogger('gateway', 'warn'));
+  t.teardown(() => g.stop());
   const o = await callOrg(env);
   const issue = () => httpCall(g.url, 'POST', '/v1/webrtc-token', { key: o.api_key, body: { from_number: o.from, to_number: '+14155554567' } });
   const unused = await issue();

@@ -6,7 +6,7 @@ import { revokeAndAnnounce } from '../../shared/accounts/revocation.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { keyer } from '../../shared/redis.ts';
 import { ClientTokenSigner } from '../../shared/tokens/client-token.ts';
-import { startGateway } from '../../gateway/app.ts';
+import { startGateway } from '../../gateway/start.ts';
 import { createLogger } from '../../shared/log.ts';
 import { eventually, httpCall } from '../helpers/env.ts';
 import { callEnv, callOrg, channelsUsed, type CallOrg } from '../calls/helpers.ts';
@@ -172,8 +172,8 @@ t.test('rotation: a gateway with a new secret still accepts tokens of the previo
   const start = async (extra: Record<string, string>) => {
     // A distinct URL per gateway: pg-promise warns about two handles of one URL.
     const url = `${env.env.DATABASE_URL}?application_name=gw${Object.keys(extra).length}`;
-    const g = await startGateway({ config: loadConfig({ ...process.env, ...env.env, DATABASE_URL: url, ...extra }), log: createLogger('gateway', 'warn') });
-    t.teardown(() => g.close());
+    const g = await startGateway(loadConfig({ ...process.env, ...env.env, DATABASE_URL: url, ...extra }), createLogger('gateway', 'warn'));
+    t.teardown(() => g.stop());
     return g;
   };
   const rotated = await start({ CLIENT_TOKEN_SECRET: SECRET_B, CLIENT_TOKEN_PREVIOUS_SECRET: SECRET_A });

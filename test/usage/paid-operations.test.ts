@@ -86,7 +86,7 @@ t.test('a message accepted before the subscription lapsed fails at hand-over, un
   await setPlan(env.db, org.organization_id, { active: false });
   const before = await money();
   const charges = new SpendCharges(env.db, spend);
-  t.equal(await handOver({ db: env.db, charges, carrier: createSmsCarrier(env.redis, env.config) }, m.id), 'failed');
+  t.equal(await handOver({ db: env.db, charges, carrier: createSmsCarrier(env.queues, env.config) }, m.id), 'failed');
   t.match(await env.db.one('SELECT status, error_message, provider_id, sent_at FROM sms_messages WHERE id = $1', [m.id]),
     { status: 'failed', error_message: NO_SUBSCRIPTION_ERROR, provider_id: null, sent_at: null });
   t.same(await money(), before, 'not charged');

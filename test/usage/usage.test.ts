@@ -51,8 +51,8 @@ t.test('calls on every path: counts, billed minutes by path and spend equal the 
   t.equal(minutes('room'), 1);
 
   const d = await dayOf();
-  t.same(d.calls, { total: 4, bridge: 1, ai: 1, webrtc: 1, room: 1 });
-  t.same(d.minutes, { total: 4, bridge: 2, ai: 1, webrtc: 0, room: 1 });
+  t.same(d.calls, { total: 4, bridge: 1, ai: 1, webrtc: 1, room: 1, inbound: 0 });
+  t.same(d.minutes, { total: 4, bridge: 2, ai: 1, webrtc: 0, room: 1, inbound: 0 });
   const spend = await env.db.one('SELECT cents::int AS cents FROM org_daily_spend WHERE organization_id = $1 AND day = $2', [org.organization_id, today]);
   t.equal(d.spend_cents.total, spend.cents, 'spend is the settled total the cap counts');
   t.equal(d.spend_cents.calls, cost);

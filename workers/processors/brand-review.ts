@@ -11,12 +11,12 @@ export const brandReview: Processor<BrandReviewJob> = {
     const d = job.data;
     if (d.kind === 'review') {
       const row = await approveBrand(deps.db, d.organizationId, d.round);
-      if (row) await scheduleSandboxRollout(deps.redis, deps.config, { organizationId: d.organizationId, round: d.round }, NETWORKS);
+      if (row) await scheduleSandboxRollout(deps.queues, deps.config, { organizationId: d.organizationId, round: d.round }, NETWORKS);
       return { approved: row !== null };
     }
     const live = await markNetworkLive(deps.db, d.organizationId, d.round, d.network);
     if (live) {
-      await scheduleSandboxRollout(deps.redis, deps.config, { organizationId: d.organizationId, round: d.round },
+      await scheduleSandboxRollout(deps.queues, deps.config, { organizationId: d.organizationId, round: d.round },
         NETWORKS.slice(NETWORKS.indexOf(d.network) + 1));
     }
     return { live };

@@ -11,7 +11,7 @@ export const numberProvisioning: Processor<ProvisioningJob> = {
   async process(job, deps) {
     const row = await activateNumber(deps.db, job.data.phoneId);
     // Its caller name (from the organization's name) is registered once it is active; also on a retry after a crash.
-    await submitPendingCnam(deps.db, deps.redis, deps.config, job.data.phoneId);
+    await submitPendingCnam(deps.db, deps.queues, deps.config, job.data.phoneId);
     return { activated: row !== null };
   },
 };

@@ -1,4 +1,3 @@
-import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import { NumberBusyError, ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { sweepRemediations } from '../../shared/caller-trust/reputation/remediation.ts';
 import { checkJobOptions, REFRESH_QUEUE, refreshQueue, type RefreshJob } from '../../shared/caller-trust/reputation/queue.ts';
@@ -37,17 +36,17 @@ export const reputationRefresh: Processor<RefreshJob> = {
           ORDER BY e.oldest NULLS FIRST, p.id LIMIT $2`,
         [settings.freshnessMs / 1000, settings.batchSize]);
       if (stale.length) {
-        await refreshQueue(deps.redis, deps.config.redisPrefix).addBulk(stale.map(({ id }) => ({
+        await refreshQueue(deps.queues).addBulk(stale.map(({ id }) => ({
           name: 'check', data: { kind: 'check' as const, phoneId: id, window }, opts: checkJobOptions(id, window),
         })));
       }
       // Remediation cases whose poller was lost: quiet for ten poll intervals (at least a second) and no job.
-      const quietMs = Math.max(1000, 10 * reputationProvider(deps.db, deps.config).remediationPollMs);
-      const requeued = await sweepRemediations(deps.db, deps.redis, deps.config.redisPrefix, quietMs);
+      const quietMs = Math.max(1000, 10 * deps.reputation.remediationPollMs);
+      const requeued = await sweepRemediations(deps.db, deps.queues, quietMs);
       return { queued: stale.length, remediations_requeued: requeued };
     }
     const refresher = new ReputationRefresher({
-      db: deps.db, redis: deps.redis, key: deps.key, provider: reputationProvider(deps.db, deps.config),
+      db: deps.db, redis: deps.redis, key: deps.key, provider: deps.reputation,
     });
     try {
       return await refresher.background(data.phoneId, data.window, settings.freshnessMs, String(job.id));

@@ -1,7 +1,6 @@
 import { DelayedError } from 'bullmq';
 import { advanceRemediation, isRemediationClosed } from '../../shared/caller-trust/reputation/remediation.ts';
 import { REMEDIATION_QUEUE, type RemediationJob } from '../../shared/caller-trust/reputation/queue.ts';
-import { reputationProvider } from '../../shared/caller-trust/reputation/settings.ts';
 import type { Processor } from '../processor.ts';
 
 // Moves a remediation case along: files it with the provider if not yet filed, applies the provider's answer, and
@@ -12,7 +11,7 @@ export const reputationRemediation: Processor<RemediationJob> = {
   queue: REMEDIATION_QUEUE,
   concurrency: 10,
   async process(job, deps, token) {
-    const provider = reputationProvider(deps.db, deps.config);
+    const provider = deps.reputation;
     const row = await advanceRemediation(deps.db, provider, job.data.caseId);
     if (!row) return 'missing';
     if (isRemediationClosed(row.status)) return row.status;

@@ -1,32 +1,18 @@
 import { DelayedError } from 'bullmq';
-import type { SmsCarrier } from '../../shared/sms/carrier.ts';
-import { createSmsCarrier } from '../../shared/sms/configured.ts';
 import { SMS_SEND_QUEUE, type SendJob } from '../../shared/sms/messages.ts';
 import { handOver } from '../../shared/sms/send.ts';
 import { smsStatusChanges } from '../../shared/metrics/sms.ts';
-import { NumberPacer } from '../../shared/sms/throughput.ts';
-import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
-import { SpendCharges } from '../../shared/spend/charges.ts';
-import type { Processor, WorkerDeps } from '../processor.ts';
+import type { Processor } from '../processor.ts';
 
 // Hands queued messages to the SMS carrier, each number at its paced rate (shared/sms/throughput.ts): a message
-// whose slot has not come goes back to delayed with its slot kept in the job's data.
-let parts: { pacer: NumberPacer; charges: SpendCharges; carrier: SmsCarrier } | null = null;
-
-function partsOf(deps: WorkerDeps) {
-  parts ??= {
-    pacer: new NumberPacer(deps.redis, deps.key, deps.config.sms.numberRatePerSecond),
-    charges: new SpendCharges(deps.db, new SpendAccounts(deps.redis, deps.key, deps.db)),
-    carrier: createSmsCarrier(deps.redis, deps.config),
-  };
-  return parts;
-}
+// whose slot has not come goes back to delayed with its slot kept in the job's data. The carrier, pacer and charges
+// are the process's (deps.sms, built in workers/start.ts).
 
 export const smsSend: Processor<SendJob> = {
   queue: SMS_SEND_QUEUE,
   concurrency: 20,
   async process(job, deps, token) {
-    const p = partsOf(deps);
+    const p = deps.sms;
     const m = await deps.db.oneOrNone<{ local_number: string; status: string }>(
       'SELECT local_number, status FROM sms_messages WHERE id = $1', [job.data.messageId]);
     if (!m || m.status !== 'queued') return { skipped: true };
@@ -36,7 +22,7 @@ export const smsSend: Processor<SendJob> = {
       await job.moveToDelayed(Date.now() + pace.waitMs, token);
       throw new DelayedError();
     }
-    const result = await handOver({ db: deps.db, ...p }, job.data.messageId);
+    const result = await handOver({ db: deps.db, charges: p.charges, carrier: p.carrier }, job.data.messageId);
     if (result !== 'skipped') smsStatusChanges.inc({ status: result });
     return { result };
   },

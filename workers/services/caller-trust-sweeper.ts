@@ -19,8 +19,8 @@ export const callerTrustSweeper: Service = {
       for (const r of await staleSandboxVetting(deps.db, vettingAge)) await handToProvider(deps, r);
       for (const b of await staleSandboxReviews(deps.db, reviewAge)) {
         const s = { organizationId: b.organization_id, round: b.review_round };
-        if (b.status === 'submitted') await sandboxBrandReviewProvider(deps.redis, deps.config).submit(s);
-        else await scheduleSandboxRollout(deps.redis, deps.config, s, NETWORKS.filter((n) => b.networks[n]?.status !== 'live'));
+        if (b.status === 'submitted') await sandboxBrandReviewProvider(deps.queues, deps.config).submit(s);
+        else await scheduleSandboxRollout(deps.queues, deps.config, s, NETWORKS.filter((n) => b.networks[n]?.status !== 'live'));
       }
     }, { log: deps.log });
   },

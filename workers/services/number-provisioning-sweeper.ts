@@ -12,7 +12,7 @@ export const numberProvisioningSweeper: Service = {
     const every = Math.max(1000, Math.round(15_000 * scale));
     const olderThan = Math.max(1000, Math.round(SANDBOX_PROVISIONING_MS * scale * 5));
     return periodic('provisioning sweep', every, async () => {
-      for (const id of await staleProvisioning(deps.db, olderThan)) await enqueueProvisioning(deps.redis, deps.config, id);
+      for (const id of await staleProvisioning(deps.db, olderThan)) await enqueueProvisioning(deps.queues, deps.config, id);
     }, { log: deps.log });
   },
 };

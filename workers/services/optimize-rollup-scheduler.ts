@@ -6,7 +6,7 @@ import type { Service } from '../processor.ts';
 export const optimizeRollupScheduler: Service = {
   name: 'optimize-rollup-scheduler',
   async start(deps) {
-    await rollupQueue(deps.redis, deps.config.redisPrefix).upsertJobScheduler(ROLLUP_SCHEDULER_ID, { every: deps.config.optimize.rollupMs },
+    await rollupQueue(deps.queues).upsertJobScheduler(ROLLUP_SCHEDULER_ID, { every: deps.config.optimize.rollupMs },
       { name: 'rollup', opts: { removeOnComplete: true, removeOnFail: 100 } });
     return { stop: async () => undefined };
   },

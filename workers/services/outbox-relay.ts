@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { PgListener } from '../../shared/db-listen.ts';
 import { EVENTS_CHANNEL } from '../../shared/events/outbox.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
@@ -22,7 +21,7 @@ export const outboxRelay: Service = {
   name: 'outbox-relay',
   async start(deps) {
     const log = deps.log.child({ service: 'outbox-relay' });
-    const queue = new Queue(DELIVERY_QUEUE, { connection: deps.redis, prefix: deps.config.redisPrefix });
+    const queue = deps.queues.get(DELIVERY_QUEUE);
     const state = new RedisState(deps.redis, deps.key);
     let stopped = false;
     let notified = false;
@@ -85,7 +84,6 @@ export const outboxRelay: Service = {
         wake?.();
         await loop;
         await listener.stop();
-        await queue.close();
       },
     };
   },

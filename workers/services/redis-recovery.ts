@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { rearmCalls } from '../../shared/calls/rearm.ts';
 import { RedisState } from '../../shared/redis-state.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
@@ -19,7 +18,7 @@ export const redisRecovery: Service = {
   async start(deps) {
     const log = deps.log.child({ service: 'redis-recovery' });
     const state = new RedisState(deps.redis, deps.key);
-    const deliveries = new Queue(DELIVERY_QUEUE, { connection: deps.redis, prefix: deps.config.redisPrefix });
+    const deliveries = deps.queues.get(DELIVERY_QUEUE);
     const check = async () => {
       if (await state.repaired()) return;
       const lock = await state.lock();
@@ -49,7 +48,6 @@ export const redisRecovery: Service = {
         deps.redis.off('ready', onReady);
         await loop.stop();
         await kick;
-        await deliveries.close();
       },
     };
   },

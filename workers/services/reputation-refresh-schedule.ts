@@ -8,7 +8,7 @@ export const reputationRefreshSchedule: Service = {
   name: 'reputation-refresh-schedule',
   async start(deps) {
     const { scanMs } = deps.config.reputation;
-    await refreshQueue(deps.redis, deps.config.redisPrefix).upsertJobScheduler(SCAN_SCHEDULER_ID, { every: scanMs, startDate: Date.now() + scanMs },
+    await refreshQueue(deps.queues).upsertJobScheduler(SCAN_SCHEDULER_ID, { every: scanMs, startDate: Date.now() + scanMs },
       { name: 'scan', data: { kind: 'scan' }, opts: { removeOnComplete: true, removeOnFail: { age: 3600 } } });
     return { stop: async () => undefined };
   },

@@ -9,7 +9,7 @@ export const smsSendSweeper: Service = {
   name: 'sms-send-sweeper',
   async start(deps) {
     return periodic('sms send sweep', 30_000, async () => {
-      await enqueueSend(sendQueue(deps.redis, deps.config.redisPrefix), await staleQueued(deps.db, 60_000));
+      await enqueueSend(sendQueue(deps.queues), await staleQueued(deps.db, 60_000));
     }, { firstMs: 30_000, log: deps.log });
   },
 };

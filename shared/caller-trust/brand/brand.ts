@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
+import type { QueueRegistry } from '../../queues/registry.ts';
 import type { Db, Tx, WithinTx } from '../../db.ts';
-import { ApiError, notFound, validationError } from '../../errors.ts';
+import { DomainError, notFound, validationError, stateConflict } from '../../errors.ts';
 import { findRegistration } from '../enterprise/registrations.ts';
 import { brandReviewProvider } from './review.ts';
 
@@ -77,7 +77,7 @@ export async function getBrand(q: Db | Tx, organizationId: string): Promise<Bran
   return row;
 }
 
-const statusConflict = (row: BrandRow, what: string) => new ApiError('brand_status_conflict',
+const statusConflict = (row: BrandRow, what: string) => stateConflict('brand', row.status,
   `The Display Identity Record is ${row.status}; ${what}.`, { resolutionHint: `Current status: ${row.status}.` });
 
 /** PUT: creates the draft or changes the fields given. */
@@ -109,18 +109,18 @@ export async function putBrand(db: Db, organizationId: string, input: BrandInput
   });
 }
 
-export interface ReviewDeps { db: Db; redis: Redis; config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'> }
+export interface ReviewDeps { db: Db; queues: QueueRegistry; config: Pick<Config, 'sandboxTimeScale'> }
 
 /** submit: a complete draft, checked against the organization's APPROVED enterprise registration, goes to review. */
 export async function submitBrand(deps: ReviewDeps, organizationId: string, within?: WithinTx<BrandRow>): Promise<BrandRow> {
-  const provider = brandReviewProvider(deps.redis, deps.config);
+  const provider = brandReviewProvider(deps.queues, deps.config);
   const row = await deps.db.tx(async (tx) => {
     const cur = await findBrand(tx, organizationId, true);
     if (!cur) throw notFound('A Display Identity Record of this organization (PUT /v1/caller-trust/brand creates it)');
     if (cur.status !== 'draft') throw statusConflict(cur, 'only a draft can be submitted');
     const ent = await findRegistration(tx, organizationId, null);
     if (ent?.status !== 'APPROVED') {
-      throw new ApiError('enterprise_not_approved', ent
+      throw new DomainError('enterprise_not_approved', ent
         ? `Branded Calling needs an APPROVED enterprise registration; the primary registration ${ent.id} is ${ent.status}.`
         : 'Branded Calling needs an APPROVED enterprise registration; this organization has none.');
     }

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
-import { callerTrustQueue, delayedJob } from '../queues.ts';
+import type { QueueRegistry } from '../../queues/registry.ts';
+import { delayedJob } from '../queues.ts';
 
 // Review of a submitted Display Identity Record by a branded-calling provider, behind this interface. The sandbox
 // approves after SANDBOX_BRAND_REVIEW_MS; then each network goes live SANDBOX_ROLLOUT_STEP_MS after the previous
@@ -17,14 +17,14 @@ export type BrandReviewJob =
   | { kind: 'review'; organizationId: string; round: number }
   | { kind: 'rollout'; organizationId: string; round: number; network: 'ATT' | 'TMOBILE' | 'VERIZON' };
 
-type Cfg = Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>;
-const queue = (redis: Redis, config: Cfg) => callerTrustQueue<BrandReviewJob>(redis, config.redisPrefix, BRAND_REVIEW_QUEUE);
+type Cfg = Pick<Config, 'sandboxTimeScale'>;
+const queue = (queues: QueueRegistry) => queues.get<BrandReviewJob>(BRAND_REVIEW_QUEUE);
 
-export function sandboxBrandReviewProvider(redis: Redis, config: Cfg): BrandReviewProvider {
+export function sandboxBrandReviewProvider(queues: QueueRegistry, config: Cfg): BrandReviewProvider {
   return {
     name: 'sandbox',
     async submit(s) {
-      await queue(redis, config).add('review', { kind: 'review', ...s },
+      await queue(queues).add('review', { kind: 'review', ...s },
         delayedJob(`brand-${s.organizationId}-r${s.round}`, SANDBOX_BRAND_REVIEW_MS * config.sandboxTimeScale));
     },
   };
@@ -33,12 +33,12 @@ export function sandboxBrandReviewProvider(redis: Redis, config: Cfg): BrandRevi
 /** After the sandbox approved, networks go live one after another: this schedules the first of `networks`; its job,
  *  once that network is live, schedules the next (workers/processors/brand-review.ts), so the order holds however
  *  late a job runs. */
-export async function scheduleSandboxRollout(redis: Redis, config: Cfg, s: BrandSubmission, networks: readonly ('ATT' | 'TMOBILE' | 'VERIZON')[]): Promise<void> {
+export async function scheduleSandboxRollout(queues: QueueRegistry, config: Cfg, s: BrandSubmission, networks: readonly ('ATT' | 'TMOBILE' | 'VERIZON')[]): Promise<void> {
   const [network] = networks;
   if (!network) return;
-  await queue(redis, config).add('rollout', { kind: 'rollout', ...s, network },
+  await queue(queues).add('rollout', { kind: 'rollout', ...s, network },
     delayedJob(`brand-${s.organizationId}-r${s.round}-${network}`, SANDBOX_ROLLOUT_STEP_MS * config.sandboxTimeScale));
 }
 
 /** The provider DIRs are submitted to: the sandbox (no production branded-calling adapter is configured yet). */
-export const brandReviewProvider = (redis: Redis, config: Cfg): BrandReviewProvider => sandboxBrandReviewProvider(redis, config);
+export const brandReviewProvider = (queues: QueueRegistry, config: Cfg): BrandReviewProvider => sandboxBrandReviewProvider(queues, config);

@@ -94,6 +94,7 @@ function drawable(font: PDFFont, text: string): string {
   for (const ch of text.normalize('NFC').replace(/[\r\n\t]+/g, ' ')) out += set.has(ch.codePointAt(0)!) ? ch : '?';
   return out;
 }
+// A per-object memo (the characters one embedded font can draw), gone with the font.
 const charSets = new WeakMap<PDFFont, Set<number>>();
 
 function wrap(font: PDFFont, text: string, size: number, width: number): string[] {

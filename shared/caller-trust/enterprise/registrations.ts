@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
+import type { QueueRegistry } from '../../queues/registry.ts';
 import type { Db, Tx, WithinTx } from '../../db.ts';
-import { ApiError, notFound } from '../../errors.ts';
+import { DomainError, notFound, stateConflict } from '../../errors.ts';
 import { recordEvent, wakeRelay } from '../../events/outbox.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { assertBusinessDetails, type BusinessDetails } from './details.ts';
@@ -11,7 +11,7 @@ import { vettingProvider, type VettingDecision } from './vetting.ts';
 // Enterprise registrations and their one state machine:
 //   DRAFT -> PENDING_VETTING (sign-and-submit, submit) -> APPROVED | REJECTED (the vetting provider, or an operator)
 //   REJECTED -> PENDING_VETTING (resign, or submit of a newly signed LOA)
-// Every move locks the row, checks the move against MOVES and answers 409 enterprise_status_conflict naming the
+// Every move locks the row, checks the move against MOVES and answers state_conflict naming the
 // current status otherwise. Each status change writes enterprise.status.updated to the outbox in its transaction.
 
 export const STATUSES = ['DRAFT', 'PENDING_VETTING', 'APPROVED', 'REJECTED'] as const;
@@ -54,7 +54,7 @@ export interface RegistrationRow extends BusinessDetails {
 export type LoaVersion = 'unsigned' | 'signed';
 
 /** What moving into vetting needs besides the database: the provider's queue. */
-export interface VettingDeps { db: Db; redis: Redis; config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'> }
+export interface VettingDeps { db: Db; queues: QueueRegistry; config: Pick<Config, 'sandboxTimeScale'> }
 /** What generating a letter needs: who it authorizes (PLATFORM_LEGAL_NAME, PLATFORM_LEGAL_ADDRESS). */
 export interface LetterDeps { db: Db; config: Pick<Config, 'platformLegal'> }
 
@@ -62,7 +62,7 @@ export interface LetterDeps { db: Db; config: Pick<Config, 'platformLegal'> }
  *  that names nobody, or a placeholder a business might sign. */
 export function letterProvider(config: Pick<Config, 'platformLegal'>): LetterParty {
   if (config.platformLegal) return config.platformLegal;
-  throw new ApiError('service_unavailable', 'This platform cannot issue a Letter of Authorization: its operator has not set '
+  throw new DomainError('service_unavailable', 'This platform cannot issue a Letter of Authorization: its operator has not set '
     + 'PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS, the legal name and address of the party the letter authorizes.',
   { resolutionHint: 'The platform operator sets PLATFORM_LEGAL_NAME and PLATFORM_LEGAL_ADDRESS and restarts the gateway.' });
 }
@@ -70,7 +70,7 @@ export function letterProvider(config: Pick<Config, 'platformLegal'>): LetterPar
 export function assertMove(row: Pick<RegistrationRow, 'id' | 'status'>, move: Move): void {
   const from: readonly EnterpriseStatus[] = MOVES[move];
   if (!from.includes(row.status)) {
-    throw new ApiError('enterprise_status_conflict',
+    throw stateConflict('enterprise_registration', row.status,
       `Enterprise registration ${row.id} is ${row.status}; only a registration that is ${from.join(' or ')} can ${MOVE_WORDS[move]}.`,
       { resolutionHint: `Current status: ${row.status}.` });
   }
@@ -213,7 +213,7 @@ async function afterSubmit(deps: VettingDeps, row: RegistrationRow): Promise<voi
 /** Hands the registration's current round to the vetting provider (the sandbox's job id is per round, so handing
  *  the same round twice vets it once). */
 export async function handToProvider(deps: VettingDeps, row: Pick<RegistrationRow, 'id' | 'organization_id' | 'vetting_round' | 'ein' | 'legal_name'>): Promise<void> {
-  await vettingProvider(deps.redis, deps.config).submit({
+  await vettingProvider(deps.queues, deps.config).submit({
     registrationId: row.id, organizationId: row.organization_id, round: row.vetting_round, ein: row.ein, legalName: row.legal_name,
   });
 }
@@ -230,7 +230,7 @@ export async function signAndSubmit(deps: VettingDeps & LetterDeps, organization
   signing: Signing, changes: Partial<BusinessDetails> | undefined, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
   if (changes) await assertBusinessDetails(deps.db, organizationId, changes);
   const letter = letterProvider(deps.config);
-  const provider = vettingProvider(deps.redis, deps.config).name;
+  const provider = vettingProvider(deps.queues, deps.config).name;
   const row = await move(deps.db, organizationId, id, m, async (tx, locked) => {
     let current = locked;
     if (changes && Object.keys(changes).length) {
@@ -251,7 +251,7 @@ export async function signAndSubmit(deps: VettingDeps & LetterDeps, organization
 /** submit: an LOA signed out of band (already checked to be a PDF) becomes the signed LOA; into vetting. */
 export async function submitSignedLoa(deps: VettingDeps, organizationId: string, id: string | null, pdf: Buffer,
   meta: { clientAddress: string; forwardedFor: string | null; signedBy: Signing['signedBy'] }, within?: WithinTx<RegistrationRow>): Promise<RegistrationRow> {
-  const provider = vettingProvider(deps.redis, deps.config).name;
+  const provider = vettingProvider(deps.queues, deps.config).name;
   const row = await move(deps.db, organizationId, id, 'submit', async (tx, locked) => {
     await storeLoa(tx, locked.id, 'signed', pdf, {
       uploaded_at: new Date().toISOString(), client_address: meta.clientAddress, forwarded_for: meta.forwardedFor,
@@ -289,7 +289,7 @@ export async function loaDocument(db: Db, organizationId: string, id: string | n
   const doc = await db.oneOrNone<{ pdf: Buffer; version: LoaVersion }>(`SELECT pdf, version FROM enterprise_loas
     WHERE registration_id = $1 AND ($2::text IS NULL OR version = $2) ORDER BY version = 'signed' DESC LIMIT 1`, [row.id, version ?? null]);
   if (!doc) {
-    throw new ApiError('not_found', version
+    throw new DomainError('not_found', version
       ? `Enterprise registration ${row.id} has no ${version} LOA yet.`
       : `Enterprise registration ${row.id} has no LOA yet; POST .../generate-loa makes one.`);
   }

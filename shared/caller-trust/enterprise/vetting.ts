@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../../config.ts';
-import { callerTrustQueue, delayedJob } from '../queues.ts';
+import type { QueueRegistry } from '../../queues/registry.ts';
+import { delayedJob } from '../queues.ts';
 
 // Vetting of an enterprise registration (EIN, legal name and signed LOA) is done by a provider behind this
 // interface. The provider is handed a submission after the registration moved to PENDING_VETTING; its decision comes
@@ -38,11 +38,11 @@ export function sandboxVettingDecision(ein: string): VettingDecision {
 
 /** The sandbox provider: a delayed BullMQ job (SANDBOX_VETTING_MS x SANDBOX_TIME_SCALE) that the workers'
  *  enterprise-vetting processor decides with sandboxVettingDecision. One job per registration and round. */
-export function sandboxVettingProvider(redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>): VettingProvider {
+export function sandboxVettingProvider(queues: QueueRegistry, config: Pick<Config, 'sandboxTimeScale'>): VettingProvider {
   return {
     name: 'sandbox',
     async submit(s) {
-      await callerTrustQueue<EnterpriseVettingJob>(redis, config.redisPrefix, ENTERPRISE_VETTING_QUEUE).add('vet',
+      await queues.get<EnterpriseVettingJob>(ENTERPRISE_VETTING_QUEUE).add('vet',
         { registrationId: s.registrationId, round: s.round },
         delayedJob(`enterprise-${s.registrationId}-r${s.round}`, SANDBOX_VETTING_MS * config.sandboxTimeScale));
     },
@@ -50,5 +50,5 @@ export function sandboxVettingProvider(redis: Redis, config: Pick<Config, 'redis
 }
 
 /** The provider registrations are submitted to: the sandbox (no production vetting adapter is configured yet). */
-export const vettingProvider = (redis: Redis, config: Pick<Config, 'redisPrefix' | 'sandboxTimeScale'>): VettingProvider =>
-  sandboxVettingProvider(redis, config);
+export const vettingProvider = (queues: QueueRegistry, config: Pick<Config, 'sandboxTimeScale'>): VettingProvider =>
+  sandboxVettingProvider(queues, config);

@@ -1,5 +1,5 @@
-import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { JobsOptions, Queue } from 'bullmq';
+import type { QueueRegistry } from '../../queues/registry.ts';
 
 // The two reputation queues: the background refresh (a repeatable 'scan' job that queues one 'check' job per stale
 // number; the workers' limiter paces the checks towards the provider) and the remediation progression (one job per
@@ -12,18 +12,8 @@ export const SCAN_SCHEDULER_ID = 'reputation-scan';
 export type RefreshJob = { kind: 'scan' } | { kind: 'check'; phoneId: number; window: number };
 export interface RemediationJob { caseId: string }
 
-const queues = new WeakMap<Redis, Map<string, Queue>>();
-
-function queue<T>(redis: Redis, prefix: string, name: string): Queue<T> {
-  let byName = queues.get(redis);
-  if (!byName) queues.set(redis, (byName = new Map()));
-  let q = byName.get(`${prefix}|${name}`);
-  if (!q) byName.set(`${prefix}|${name}`, (q = new Queue(name, { connection: redis, prefix })));
-  return q as Queue<T>;
-}
-
-export const refreshQueue = (redis: Redis, prefix: string) => queue<RefreshJob>(redis, prefix, REFRESH_QUEUE);
-export const remediationQueue = (redis: Redis, prefix: string) => queue<RemediationJob>(redis, prefix, REMEDIATION_QUEUE);
+export const refreshQueue = (queues: QueueRegistry): Queue<RefreshJob> => queues.get<RefreshJob>(REFRESH_QUEUE);
+export const remediationQueue = (queues: QueueRegistry): Queue<RemediationJob> => queues.get<RemediationJob>(REMEDIATION_QUEUE);
 
 /** A check job per number and freshness window: queuing the same number twice in a window queues it once. */
 export function checkJobOptions(phoneId: number, window: number): JobsOptions {
@@ -39,8 +29,8 @@ export function checkJobOptions(phoneId: number, window: number): JobsOptions {
 export const remediationJobId = (caseId: string) => `remediation-${caseId}`;
 
 /** Queues the case's poller (a no-op while it exists). */
-export async function enqueueRemediationPoll(redis: Redis, prefix: string, caseId: string, delayMs: number): Promise<void> {
-  await remediationQueue(redis, prefix).add('advance', { caseId }, {
+export async function enqueueRemediationPoll(queues: QueueRegistry, caseId: string, delayMs: number): Promise<void> {
+  await remediationQueue(queues).add('advance', { caseId }, {
     jobId: remediationJobId(caseId), delay: Math.round(delayMs),
     attempts: 10, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 },
   });

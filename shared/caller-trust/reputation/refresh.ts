@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Db } from '../../db.ts';
-import { ApiError } from '../../errors.ts';
+import { DomainError } from '../../errors.ts';
 import type { Keyer } from '../../redis.ts';
 import { SpendAccounts } from '../../spend/spend-accounts.ts';
 import { SpendCharges } from '../../spend/charges.ts';
@@ -64,7 +64,7 @@ export class ReputationRefresher {
         }
       }
       if (Date.now() - arrivedAt > PAID_WAIT_MS) {
-        throw new ApiError('service_unavailable', `A refresh of ${n.phone_number} is still running; retry shortly.`, { headers: { 'retry-after': '5' } });
+        throw new DomainError('service_unavailable', `A refresh of ${n.phone_number} is still running; retry shortly.`, { retryAfterSeconds: 5 });
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
@@ -76,7 +76,7 @@ export class ReputationRefresher {
       organizationId: n.organization_id, kind: 'reputation_check', ref, cents: FRESH_CHECK_PRICE_CENTS, capCents,
     });
     if (!charge.charged && charge.reason === 'spend_cap') {
-      throw new ApiError('spend_cap_reached',
+      throw new DomainError('spend_cap_reached',
         `A fresh reputation check costs ${FRESH_CHECK_PRICE_CENTS} cents; today's spend (${charge.settled} cents settled, ${charge.reserved} cents reserved) leaves less than that under the daily cap of ${capCents} cents.`,
         { resolutionHint: 'Read the cached evidence (without fresh=true), or raise the daily spend cap.' });
     }
@@ -125,7 +125,7 @@ export class ReputationRefresher {
       evidence = await this.d.provider.lookup(n.phone_number);
     } catch (err) {
       if (err instanceof ProviderError && reason === 'paid') {
-        throw new ApiError('provider_api_error', `The reputation provider failed: ${err.message}. Retrying within a minute is not charged again.`);
+        throw new DomainError('provider_api_error', `The reputation provider failed: ${err.message}. Retrying within a minute is not charged again.`);
       }
       throw err;
     }

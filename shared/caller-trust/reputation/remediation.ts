@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Db, WithinTx } from '../../db.ts';
-import { ApiError, notFound } from '../../errors.ts';
+import { DomainError, notFound } from '../../errors.ts';
 import { recordEvent, wakeRelay } from '../../events/outbox.ts';
 import { isUuid, uuidv7 } from '../../ids.ts';
 import { keysetClause, type PageParams } from '../../pagination.ts';
+import type { QueueRegistry } from '../../queues/registry.ts';
 import type { Keyer } from '../../redis.ts';
 import { SpendAccounts } from '../../spend/spend-accounts.ts';
 import { SpendCharges } from '../../spend/charges.ts';
@@ -49,7 +50,7 @@ export const remediationView = (r: RemediationRow) => ({
   closed_at: r.closed_at ? r.closed_at.toISOString() : null,
 });
 
-export interface RemediationDeps { db: Db; redis: Redis; key: Keyer; redisPrefix: string; provider: ReputationProvider; firstPollMs: number }
+export interface RemediationDeps { db: Db; redis: Redis; key: Keyer; queues: QueueRegistry; provider: ReputationProvider; firstPollMs: number }
 
 export async function openRemediation(d: RemediationDeps, organizationId: string, input: { phone_number: string; kind: RemediationKind },
   within?: WithinTx<RemediationRow>): Promise<RemediationRow> {
@@ -57,12 +58,12 @@ export async function openRemediation(d: RemediationDeps, organizationId: string
   const org = await d.db.one<{ own_brand_enterprise: boolean; cap: number }>(
     'SELECT own_brand_enterprise, daily_spend_cap_cents::float8 AS cap FROM organizations WHERE id = $1', [organizationId]);
   if (input.kind === 'own_brand' && !org.own_brand_enterprise) {
-    throw new ApiError('own_brand_not_approved', 'Own-brand remediation needs an APPROVED enterprise registration; this organization has none (use kind umbrella, or finish the enterprise registration).',
+    throw new DomainError('own_brand_not_approved', 'Own-brand remediation needs an APPROVED enterprise registration; this organization has none (use kind umbrella, or finish the enterprise registration).',
       { fields: { kind: 'own_brand needs an approved enterprise registration' } });
   }
   const flagged = ((await readEvidence(d.db, [n.id])).get(n.id) ?? []).filter((e) => isFlagged(e.risk_level)).map((e) => e.carrier);
   if (!flagged.length) {
-    throw new ApiError('number_not_flagged', `${n.phone_number} is not flagged on any carrier in its cached evidence; only flagged numbers can be remediated.`,
+    throw new DomainError('number_not_flagged', `${n.phone_number} is not flagged on any carrier in its cached evidence; only flagged numbers can be remediated.`,
       { resolutionHint: 'Refresh the evidence with GET /v1/caller-trust/reputation/numbers/{phone}?fresh=true first.' });
   }
   const cents = REMEDIATION_PRICE_CENTS[input.kind];
@@ -73,13 +74,13 @@ export async function openRemediation(d: RemediationDeps, organizationId: string
     const live = await t.oneOrNone<{ id: string; status: string }>(
       `SELECT id, status FROM reputation_remediations WHERE phone_id = $1 AND status IN ('open', 'in_review')`, [n.id]);
     if (live) {
-      throw new ApiError('remediation_in_progress', `${n.phone_number} already has remediation case ${live.id} in status ${live.status}.`,
+      throw new DomainError('remediation_in_progress', `${n.phone_number} already has remediation case ${live.id} in status ${live.status}.`,
         { fields: { phone_number: `has case ${live.id} (${live.status})` } });
     }
     const id = uuidv7();
     const charge = await charges.charge({ organizationId, kind: 'remediation', ref: id, cents, capCents: org.cap });
     if (!charge.charged && charge.reason === 'spend_cap') {
-      throw new ApiError('spend_cap_reached', `A ${input.kind} remediation costs ${cents} cents; today's spend leaves less than that under the daily cap of ${org.cap} cents.`);
+      throw new DomainError('spend_cap_reached', `A ${input.kind} remediation costs ${cents} cents; today's spend leaves less than that under the daily cap of ${org.cap} cents.`);
     }
     const created = await t.one<RemediationRow>(
       `INSERT INTO reputation_remediations (id, organization_id, phone_id, phone_number, kind, carriers, provider, charge_id, cents)
@@ -88,7 +89,7 @@ export async function openRemediation(d: RemediationDeps, organizationId: string
     if (within) await within(t, created);
     return created;
   });
-  await enqueueRemediationPoll(d.redis, d.redisPrefix, row.id, d.firstPollMs);
+  await enqueueRemediationPoll(d.queues, row.id, d.firstPollMs);
   return row;
 }
 
@@ -148,17 +149,17 @@ export async function advanceRemediation(db: Db, provider: ReputationProvider, c
 
 /** Re-queues the poller of every live case that has not moved for `quietMs` and has no poller (its job was lost,
  *  e.g. Redis lost its data); answers how many. Run by the background scan. */
-export async function sweepRemediations(db: Db, redis: Redis, redisPrefix: string, quietMs: number): Promise<number> {
+export async function sweepRemediations(db: Db, queues: QueueRegistry, quietMs: number): Promise<number> {
   const stuck = await db.any<{ id: string }>(
     `SELECT id FROM reputation_remediations WHERE status IN ('open', 'in_review') AND updated_at < now() - make_interval(secs => $1)
       ORDER BY updated_at LIMIT 500`, [quietMs / 1000]);
   let requeued = 0;
-  const queue = remediationQueue(redis, redisPrefix);
+  const queue = remediationQueue(queues);
   for (const { id } of stuck) {
     const job = await queue.getJob(remediationJobId(id));
     if (job && !(await job.isFailed())) continue; // polling
     if (job) await job.retry(); // gave up after its attempts (the provider failing): try again
-    else await enqueueRemediationPoll(redis, redisPrefix, id, 0);
+    else await enqueueRemediationPoll(queues, id, 0);
     requeued++;
   }
   return requeued;

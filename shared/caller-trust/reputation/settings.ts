@@ -9,15 +9,9 @@ import { TelnyxReputationProvider, telnyxSettings } from './telnyx.ts';
 /** A paid refresh of a number answers every fresh request of that number for this long, without a second charge. */
 export const PAID_REFRESH_WINDOW_MS = 60_000;
 
-const providers = new WeakMap<Db, ReputationProvider>();
-
-/** The process's provider (one per database handle): the sandbox unless REPUTATION_PROVIDER=telnyx. */
-export function reputationProvider(db: Db, config: Pick<Config, 'reputation' | 'sandboxTimeScale'>): ReputationProvider {
-  let p = providers.get(db);
-  if (!p) {
-    const { telnyx } = config.reputation;
-    p = telnyx ? new TelnyxReputationProvider(telnyxSettings(telnyx)) : new SandboxReputationProvider(db, config.sandboxTimeScale);
-    providers.set(db, p);
-  }
-  return p;
+/** The configured provider: the sandbox unless REPUTATION_PROVIDER=telnyx. Built once per process by its
+ *  composition root (GatewayDeps.reputation, WorkerDeps.reputation). */
+export function createReputationProvider(db: Db, config: Pick<Config, 'reputation' | 'sandboxTimeScale'>): ReputationProvider {
+  const { telnyx } = config.reputation;
+  return telnyx ? new TelnyxReputationProvider(telnyxSettings(telnyx)) : new SandboxReputationProvider(db, config.sandboxTimeScale);
 }

@@ -1,15 +1,23 @@
-import type { AnyRoute, Method } from './types.ts';
+// The router every HTTP stack of the platform uses (the gateway's API, media's control API, the operations
+// endpoints of signaling, workers and the gateway's admin port). Routes are anything with a method and an
+// OpenAPI-style path (/v1/calls/{id}).
 
-interface Compiled { route: AnyRoute; re: RegExp; names: string[] }
+/** What the router needs of a route. */
+export interface Routable { readonly method: string; readonly path: string }
+
+interface Pattern<R> { route: R; re: RegExp; names: string[] }
+
+/** A matched route and its decoded path parameters. */
+export interface RouteMatch<R> { route: R; params: Record<string, string>; undecodable?: string[] }
 
 /** Static paths by map lookup (path, then method: no per-request key is built); parameterised paths by compiled
  *  pattern, in registration order. */
-export class Router {
-  readonly routes: AnyRoute[] = [];
-  private readonly exact = new Map<string, Map<string, AnyRoute>>();
-  private readonly patterns: Compiled[] = [];
+export class Router<R extends Routable> {
+  readonly routes: R[] = [];
+  private readonly exact = new Map<string, Map<string, R>>();
+  private readonly patterns: Pattern<R>[] = [];
 
-  add(route: AnyRoute): void {
+  add(route: R): void {
     const id = `${route.method} ${route.path}`;
     if (this.routes.some((r) => `${r.method} ${r.path}` === id)) throw new Error(`duplicate route ${id}`);
     this.routes.push(route);
@@ -28,10 +36,7 @@ export class Router {
   /** The route and its decoded path parameters, or which methods the path allows (for 405), or nothing. The route is
    *  matched on the raw path; a parameter that does not decode is named in `undecodable` (kept raw in params) so the
    *  pipeline answers it on that route (400), never as another route's 405. */
-  match(method: Method | string, path: string):
-    | { route: AnyRoute; params: Record<string, string>; undecodable?: string[] }
-    | { allowed: string[] }
-    | null {
+  match(method: string, path: string): RouteMatch<R> | { allowed: string[] } | null {
     const byMethod = this.exact.get(path);
     const hit = byMethod?.get(method);
     if (hit) return { route: hit, params: {} };
