@@ -55,6 +55,9 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, med
   for (const c of live) {
     const b = c.legs.browser;
     if (b && b.status === 'ANSWERED' && b.signaling && dead.has(b.signaling)) {
+      // Its SIP legs died with the same process: reconcileSipOrphans ends the call (signaling_lost) and hangs them up;
+      // ended here first, the call would leave them up (their hang-up commands go to a dead process).
+      if (await sipLegsOwnedBy(rt, c, b.signaling)) continue;
       const r = await rt.transition(c.id, { type: 'abandon', reason: 'setup_abandoned', at: new Date() }, { bestEffort: true });
       await endBrowserLeg(db, c.id, 'local_hangup');
       await media?.closeSession(c.id).catch(() => undefined); // not_found: it had none, or it is gone already
@@ -87,6 +90,14 @@ export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, med
   return report;
 }
 
+/** Whether a live SIP leg (connect or destination) of the call is owned by signaling process `instance`. */
+async function sipLegsOwnedBy(rt: CallRuntime, c: { id: string; legs: Legs }, instance: string): Promise<boolean> {
+  const sip = (['connect', 'destination'] as const).filter((role) => c.legs[role] && LIVE.includes(c.legs[role]!.status));
+  if (!sip.length) return false;
+  const owners = await rt.deps.redis.mget(sip.map((role) => sipOwnerKey(rt.deps.key, `${c.id}-${role}`)));
+  return owners.includes(instance);
+}
+
 /** Whether a missing heartbeat means death: only once this Redis has kept our state longer than a heartbeat lives (a
  *  Redis that restarted empty lost every heartbeat, and the key below with them). */
 async function mayJudgeOwners(rt: CallRuntime): Promise<boolean> {
@@ -99,29 +110,31 @@ async function mayJudgeOwners(rt: CallRuntime): Promise<boolean> {
 
 /** What a live SIP signaling process lends the orphan sweep (signaling/sip/service.ts). */
 export interface SipOrphanHost {
-  /** Sends the recorded dialog's BYE from this process's user agent (the far end answers here). */
-  bye(rec: DialogRecord): void;
+  /** Hangs the recorded leg up from this process's user agent: BYE for an answered dialog, CANCEL for a pending INVITE. */
+  hangUp(rec: DialogRecord): void;
   /** Closes the call's media session (its RTP ports). */
   closeMedia(callId: string): Promise<void>;
 }
 
-export interface SipOrphanReport { calls: number; legs: number; byes: number }
+export interface SipOrphanReport { calls: number; legs: number; byes: number; cancels: number }
 
 /** The SIP legs of signaling processes that died (their SIP_INSTANCES entry lapsed): every RECONCILE_MS one live SIP
  *  signaling process (a Redis lock picks it), per call with such a leg,
  *    1. marks the leg's owner NO_LEG, so the workers' commands about it (the hang-ups below) are no-ops;
  *    2. ends the call: abandon `signaling_lost` (after the answer COMPLETED / answered, before it CANCELED /
  *       connection_unconfirmed), which releases its channels and spend and fires its webhooks;
- *    3. sends the BYE of each answered leg whose dialog was recorded (dialog-record.ts) from this process, and
- *       reports each orphaned leg ended (local_hangup, the leg's next event number) for the leg records;
+ *    3. hangs up each leg whose dialog or pending INVITE was recorded (dialog-record.ts) from this process: BYE once
+ *       answered, CANCEL while it rings (with the INVITE's own Via, so the far end matches it), and reports each
+ *       orphaned leg ended (local_hangup, the leg's next event number) for the leg records;
  *    4. closes the call's media session.
- *  A leg that was still ringing cannot be cancelled from here (a CANCEL must come from the INVITE's sender): the far end
- *  rings until its own timer, and a late answer gets no ACK, so the far end gives up on it (RFC 3261 §13.3.1.4). */
+ *  An outbound INVITE that had no provisional response yet is not recorded (RFC 3261 §9.1: no CANCEL before one): if it
+ *  is answered later, the answer gets no ACK and the far end gives up on it (§13.3.1.4). An inbound leg still ringing
+ *  is not recorded either: its caller hears ringing until its own timer. */
 export async function reconcileSipOrphans(rt: CallRuntime, host: SipOrphanHost): Promise<SipOrphanReport | null> {
   const { db, redis, key } = rt.deps;
   const lock = await redis.set(key('sip', 'orphan-lock'), '1', 'PX', RECONCILE_MS - 200, 'NX');
   if (lock !== 'OK') return null;
-  const report: SipOrphanReport = { calls: 0, legs: 0, byes: 0 };
+  const report: SipOrphanReport = { calls: 0, legs: 0, byes: 0, cancels: 0 };
   if (!(await mayJudgeOwners(rt))) return report;
   const live = await db.any<{ id: string; legs: Legs }>(
     `SELECT id, legs FROM calls WHERE ended_at IS NULL AND (legs ? 'connect' OR legs ? 'destination') ORDER BY id LIMIT 20000`);
@@ -129,6 +142,7 @@ export async function reconcileSipOrphans(rt: CallRuntime, host: SipOrphanHost):
     .map((role) => ({ callId: c.id, leg: c.legs[role] }))
     .filter((x): x is { callId: string; leg: Leg } => !!x.leg && LIVE.includes(x.leg.status)));
   if (!legs.length) return report;
+  const browsers = new Map(live.filter((c) => c.legs.browser).map((c) => [c.id, c.legs.browser!]));
   const owners = await redis.mget(legs.map((l) => sipOwnerKey(key, `${l.callId}-${l.leg.role}`)));
   const alive = new Set(await redis.zrangebyscore(sipInstancesKey(key), Date.now(), '+inf'));
   const orphans = new Map<string, Leg[]>();
@@ -147,8 +161,9 @@ export async function reconcileSipOrphans(rt: CallRuntime, host: SipOrphanHost):
       const legId = `${callId}-${leg.role}`;
       const rec = await readDialog(redis, key, legId);
       if (rec) {
-        host.bye(rec);
-        report.byes++;
+        host.hangUp(rec);
+        if (rec.pendingInvite) report.cancels++;
+        else report.byes++;
         await forgetDialog(redis, key, legId);
       }
       await publishCarrierEvent(rt.queues.carrierEvents, {
@@ -157,6 +172,9 @@ export async function reconcileSipOrphans(rt: CallRuntime, host: SipOrphanHost):
       });
       report.legs++;
     }
+    // A browser on the same dead process (an accepted inbound call, a browser call over the trunk) is gone too.
+    const browser = browsers.get(callId);
+    if (browser?.status === 'ANSWERED' && browser.signaling && dead.has(browser.signaling)) await endBrowserLeg(db, callId, 'local_hangup');
     await host.closeMedia(callId).catch(() => undefined); // not_found: it had none, or it is gone already
   }
   // Commands sent to a dead process would wait in its queue forever: drop the queue (its legs now answer NO_LEG).

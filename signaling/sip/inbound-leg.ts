@@ -13,6 +13,7 @@
 import sip from 'sip';
 import type { LegEndReason, LegRole } from '../../shared/carriers/carrier.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { DialogState } from './dialog-record.ts';
 import { answer as sdpAnswer, type Answer } from './sdp.ts';
 import type { Remote } from './transport.ts';
 import { ALLOW_METHODS, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
@@ -186,21 +187,32 @@ export class InboundLeg implements DialogHandler {
     this.finish();
   }
 
-  private sendBye(): void {
-    this.stopRetransmitting();
+  /** The dialog as our side of it sees it (UAS, RFC 3261 §12.1.1): the caller's Contact is the remote target, the
+   *  Record-Route list as received is the route set, our To (with our tag) is the From of our requests. Null before
+   *  our 200 OK. Recorded for a surviving process (dialog-record.ts) and used by our own BYE. */
+  dialogState(): DialogState | null {
+    if (this.state !== 'answered') return null;
     const inv = this.invite;
     const contact = Array.isArray(inv.headers.contact) ? inv.headers.contact[0]?.uri : undefined;
-    const target = contact ?? inv.headers.from!.uri;
-    const route = inv.headers['record-route'] ?? [];
+    return {
+      sipCallId: this.sipCallId, target: sip.stringifyUri(contact ?? inv.headers.from!.uri),
+      from: { ...inv.headers.to!, params: { ...inv.headers.to!.params, tag: this.localTag } }, to: inv.headers.from!,
+      route: inv.headers['record-route'] ?? [], cseq: this.cseq,
+    };
+  }
+
+  private sendBye(): void {
+    this.stopRetransmitting();
+    const d = this.dialogState();
+    if (!d) return;
     const bye: sip.Message = {
-      method: 'BYE', uri: target,
+      method: 'BYE', uri: d.target,
       headers: {
-        to: inv.headers.from, from: { ...inv.headers.to!, params: { ...inv.headers.to!.params, tag: this.localTag } },
-        'call-id': this.sipCallId, cseq: { seq: ++this.cseq, method: 'BYE' }, 'max-forwards': 70,
-        ...(route.length ? { route } : {}),
+        to: d.to, from: d.from, 'call-id': d.sipCallId, cseq: { seq: ++this.cseq, method: 'BYE' }, 'max-forwards': 70,
+        ...(d.route.length ? { route: d.route } : {}),
       },
     };
-    this.host.ua.request(bye, this.host.ua.nextHop(route[0]?.uri ?? target), () => undefined);
+    this.host.ua.request(bye, this.host.ua.nextHop(d.route[0]?.uri ?? d.target), () => undefined);
   }
 
   private end(reason: LegEndReason): void {

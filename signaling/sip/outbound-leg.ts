@@ -16,6 +16,7 @@ import digest from 'sip/digest';
 import type { LegEndReason, OriginateRequest } from '../../shared/carriers/carrier.ts';
 import { sipFailureOutcome, sipUser } from '../../shared/carriers/sip.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { DialogState } from './dialog-record.ts';
 import { offer, readAnswer } from './sdp.ts';
 import type { Remote } from './transport.ts';
 import { ALLOW_METHODS, newCallId, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
@@ -31,6 +32,8 @@ export interface LegHost {
   publish(leg: OutboundLeg, kind: 'ringing' | 'answered' | 'ended', reason?: LegEndReason, seq?: number): void;
   /** The leg ended and its SIP work is done: free its media. */
   release(leg: OutboundLeg): void;
+  /** The leg's INVITE had its first provisional response: record it for a survivor's CANCEL (pendingState). */
+  recordPending(leg: OutboundLeg): void;
 }
 
 type State = 'starting' | 'calling' | 'answered' | 'ended';
@@ -53,6 +56,8 @@ export class OutboundLeg implements DialogHandler {
   private ringExpired = false;
   private cancelWanted = false;
   private cancelSent = false;
+  /** The CSeq of the INVITE last recorded as pending (recordPending). */
+  private pendingRecorded = 0;
   private authTried = false;
   private invite: sip.Message | null = null;
   private inviteTx: sip.ClientTransaction | null = null;
@@ -144,9 +149,20 @@ export class OutboundLeg implements DialogHandler {
     this.end('local_hangup');
   }
 
+  /** The pending INVITE as a surviving signaling process needs it to send our CANCEL (dialog-record.ts); null once
+   *  answered or before the INVITE went out. */
+  pendingState(): DialogState | null {
+    const inv = this.invite;
+    if (!inv || this.dialog || this.state !== 'calling') return null;
+    return {
+      sipCallId: this.sipCallId, target: sip.stringifyUri(inv.uri!), from: inv.headers.from!, to: inv.headers.to!, route: [],
+      cseq: inv.headers.cseq!.seq, pendingInvite: { uri: sip.stringifyUri(inv.uri!), via: inv.headers.via![0] },
+    };
+  }
+
   /** The answered dialog as a surviving signaling process needs it to send our BYE (dialog-record.ts); null before the
    *  answer. */
-  dialogState(): { sipCallId: string; target: string; from: sip.NameAddr; to: sip.NameAddr; route: sip.NameAddr[]; cseq: number } | null {
+  dialogState(): DialogState | null {
     const d = this.dialog;
     if (!d || !this.invite) return null;
     return { sipCallId: this.sipCallId, target: sip.stringifyUri(d.remoteTarget), from: this.invite.headers.from!, to: d.ack.headers.to!, route: d.routeSet, cseq: d.cseq };
@@ -187,6 +203,12 @@ export class OutboundLeg implements DialogHandler {
     const status = rs.status!;
     if (status < 200) {
       this.provisional = true;
+      // Each INVITE (a digest retry is a new one) is recorded once, at its first provisional response, when a CANCEL
+      // becomes allowed: a surviving process can then cancel it (dialog-record.ts).
+      if (this.state === 'calling' && this.pendingRecorded !== this.invite!.headers.cseq!.seq) {
+        this.pendingRecorded = this.invite!.headers.cseq!.seq;
+        this.host.recordPending(this);
+      }
       if (this.cancelWanted || this.ringExpired) this.cancel();
       if (this.ringExpired) this.end('no_answer');
       if (this.state === 'calling' && !this.ringingSent) {

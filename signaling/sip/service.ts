@@ -20,7 +20,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Redis } from '../../shared/redis.ts';
 import type { MediaLink } from '../media.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, reconcileSipOrphans, type SipOrphanHost } from '../reconciler.ts';
-import { forgetDialog, saveDialog, sendRecoveredBye } from './dialog-record.ts';
+import { forgetDialog, saveDialog, sendRecoveredBye, sendRecoveredCancel, type DialogState } from './dialog-record.ts';
 import { OutboundLeg, type LegHost } from './outbound-leg.ts';
 import { SipUserAgent } from './user-agent.ts';
 
@@ -66,6 +66,7 @@ export class SipService {
       connectMedia: async (leg: OutboundLeg | InboundLeg, far: Answer) => { await media.client.connectCarrierLeg(leg.callId, leg.legId, { ...far, allow: this.allowCidrs }); },
       publish: (leg: OutboundLeg | InboundLeg, kind: CarrierEvent['kind'], reason?: LegEndReason, seq?: number) => this.publish(leg, kind, reason, seq),
       release: (leg: OutboundLeg | InboundLeg) => void this.releaseMedia(leg),
+      recordPending: (leg: OutboundLeg) => this.writeDialog(leg, leg.pendingState(), leg.req.ringTimeoutSeconds + 60),
     };
     this.inbound = new InboundRouter(rt, instance, this.host, this.legs, log);
   }
@@ -191,9 +192,11 @@ export class SipService {
 
   private sweeping = false;
   private readonly orphanHost: SipOrphanHost = {
-    bye: (rec) => {
-      void sendRecoveredBye(this.ua, rec).then((status) =>
-        this.log.warn({ leg_id: rec.legId, owner: rec.owner, status }, 'sent the BYE of a SIP leg whose signaling process died'));
+    hangUp: (rec) => {
+      const { pendingInvite } = rec;
+      const [sent, what] = pendingInvite ? [sendRecoveredCancel(this.ua, { ...rec, pendingInvite }), 'CANCEL'] : [sendRecoveredBye(this.ua, rec), 'BYE'];
+      void sent.then((status) =>
+        this.log.warn({ leg_id: rec.legId, owner: rec.owner, status }, `sent the ${what} of a SIP leg whose signaling process died`));
     },
     closeMedia: async (callId) => { await this.media.client.closeSession(callId); },
   };
@@ -232,8 +235,7 @@ export class SipService {
     const ev: CarrierEvent = {
       carrier: SIP_CARRIER, callId: leg.callId, legId: leg.legId, role: leg.req.role, kind, reason, at: new Date().toISOString(), seq,
     };
-    // Inbound legs are not recorded for a survivor yet (docs/status.md): their dialogs die with this process.
-    if (leg instanceof OutboundLeg) this.recordDialog(leg, kind);
+    this.recordDialog(leg, kind);
     const queue = this.rt.queues.carrierEvents;
     const run = (async () => {
       for (let attempt = 1; ; attempt++) {
@@ -250,15 +252,19 @@ export class SipService {
     void run.finally(() => this.publishing.delete(run));
   }
 
-  /** Answered: the dialog goes to Redis for a survivor; ended: it goes away. */
-  private recordDialog(leg: OutboundLeg, kind: CarrierEvent['kind']): void {
+  /** Answered: the dialog goes to Redis for a survivor (replacing the pending INVITE's record); ended: it goes away. */
+  private recordDialog(leg: OutboundLeg | InboundLeg, kind: CarrierEvent['kind']): void {
+    if (kind === 'answered') this.writeDialog(leg, leg.dialogState(), leg.req.maxDurationSeconds + 2 * leg.req.ringTimeoutSeconds + 60);
+    else if (kind === 'ended') this.writeDialog(leg, null, 0);
+  }
+
+  /** Writes (state) or deletes (null) the leg's record for a surviving process (dialog-record.ts). */
+  private writeDialog(leg: OutboundLeg | InboundLeg, state: DialogState | null, ttlSeconds: number): void {
     const { redis, key } = this.rt.deps;
-    const d = kind === 'answered' ? leg.dialogState() : null;
-    const write = d
-      ? saveDialog(redis, key, { callId: leg.callId, legId: leg.legId, role: leg.req.role, owner: this.instance, ...d },
-        leg.req.maxDurationSeconds + 2 * leg.req.ringTimeoutSeconds + 60)
-      : kind === 'ended' ? forgetDialog(redis, key, leg.legId) : null;
-    write?.catch((err) => this.log.warn({ err, leg_id: leg.legId }, 'SIP dialog record not written'));
+    const write = state
+      ? saveDialog(redis, key, { callId: leg.callId, legId: leg.legId, role: leg.req.role, owner: this.instance, ...state }, ttlSeconds)
+      : forgetDialog(redis, key, leg.legId);
+    write.catch((err) => this.log.warn({ err, leg_id: leg.legId }, 'SIP dialog record not written'));
   }
 
   private sweepLegs(): void {

@@ -155,6 +155,20 @@ export async function sipPlatform(t: TapLike, trunkPort: number, extra: Record<s
   return { env, media, mediaProc, signaling, workers, sipPort, org, rx };
 }
 
+/** Runs SIPp once (-m 1) as a caller from the trunk's address to the platform's SIP port (test/fixtures/sip/
+ *  inbound-caller.xml unless another scenario is named) and answers its message log and exit code when it exits. */
+export async function sippCaller(t: TapLike, sipPort: number, o: { to: string; ip?: string; scenario?: string }): Promise<{ log: string; code: number | null }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ol-sipin-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const log = join(dir, 'messages.log');
+  const child = spawn('sipp', [`127.0.0.1:${sipPort}`, '-sf', join(ROOT, 'test/fixtures/sip', o.scenario ?? 'inbound-caller.xml'),
+    '-s', o.to, '-i', o.ip ?? '127.0.0.1', '-p', String(await freePort()), '-mp', String(20000 + 2 * Math.floor(Math.random() * 4000)),
+    '-m', '1', '-trace_msg', '-message_file', log, '-nostdin', '-timeout', '60s'], { cwd: dir, stdio: 'ignore' });
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+  return { log: existsSync(log) ? readFileSync(log, 'latin1') : '', code };
+}
+
 /** Waits (reading the row, not the API: the API key has a request rate limit) until the call ended and no leg is up;
  *  then answers the call as GET /v1/calls/{id} shows it. */
 export async function endedCall(p: SipPlatform, id: string, timeoutMs = 60_000) {

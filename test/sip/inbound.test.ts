@@ -2,15 +2,11 @@
 // plays the caller on the trunk's address (test/fixtures/sip/inbound-caller.xml, inbound-cancel.xml), browsers are tap
 // WebSocket clients listening with a client token. Real gateway, workers, signaling, media, PostgreSQL and Redis.
 import t from 'tap';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { channelsUsed, deliveriesFor } from '../calls/helpers.ts';
 import { setLimits } from '../../shared/calls/limits.ts';
-import { eventually, ROOT } from '../helpers/env.ts';
+import { eventually } from '../helpers/env.ts';
 import { Phone, softphoneUrl } from '../signaling/softphone.ts';
-import { endedCall, freePort, sipPlatform, sipSkip } from './helpers.ts';
+import { endedCall, freePort, sipPlatform, sippCaller, sipSkip } from './helpers.ts';
 
 if (sipSkip) {
   t.plan(0, `skip: ${sipSkip}`);
@@ -25,18 +21,7 @@ if (sipSkip) {
     p.env.request('PATCH', `/v1/phone-numbers/${id ?? pid}`, { key, body: { inbound } }));
   const phoneId = async () => (await p.env.db.one('SELECT id FROM phone_numbers WHERE phone_number = $1', [number])).id as number;
 
-  /** Runs SIPp as the caller once (-m 1) and answers its message log when it exits. */
-  async function caller(o: { to: string; ip?: string; scenario?: string }): Promise<{ log: string; code: number | null }> {
-    const dir = mkdtempSync(join(tmpdir(), 'ol-sipin-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const log = join(dir, 'messages.log');
-    const child = spawn('sipp', [`127.0.0.1:${p.sipPort}`, '-sf', join(ROOT, 'test/fixtures/sip', o.scenario ?? 'inbound-caller.xml'),
-      '-s', o.to, '-i', o.ip ?? '127.0.0.1', '-p', String(await freePort()), '-mp', String(20000 + 2 * Math.floor(Math.random() * 4000)),
-      '-m', '1', '-trace_msg', '-message_file', log, '-nostdin', '-timeout', '60s'], { cwd: dir, stdio: 'ignore' });
-    t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-    return { log: existsSync(log) ? readFileSync(log, 'latin1') : '', code };
-  }
+  const caller = (o: { to: string; ip?: string; scenario?: string }) => sippCaller(t, p.sipPort, o);
   const finalStatus = (log: string) => [...log.matchAll(/^SIP\/2\.0 ([2-6]\d\d) /gm)].map((m) => Number(m[1])).filter((s) => s >= 200)[0];
 
   async function listener(token: string): Promise<Phone> {
@@ -74,7 +59,8 @@ if (sipSkip) {
 
   t.test('refusals write nothing: unknown number 404, outside SIP_TRUNK_ALLOW 403, reject 480, limits 486 / 480', async (t) => {
     const before = await rows();
-    let c = await caller({ to: '+14155559876' });
+    // Outside the sandbox inventory's 555 exchange, so no bootstrapped organization can hold it.
+    let c = await caller({ to: '+14155019876' });
     t.equal(finalStatus(c.log), 404, 'a number nobody holds: 404');
     c = await caller({ to: number, ip: '127.0.0.9' });
     t.equal(finalStatus(c.log), 403, 'from 127.0.0.9 (outside SIP_TRUNK_ALLOW): 403');

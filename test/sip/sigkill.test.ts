@@ -1,8 +1,9 @@
 // SIGKILL mid-call with CARRIER=sip, real processes and SIPp as the trunk:
 //  - signaling: the process that holds the SIP dialogs dies; a second signaling process (started after the calls,
 //    so the first one owns every leg) notices its lapsed SIP_INSTANCES entry, ends the calls `signaling_lost`, sends
-//    the answered legs' BYEs from its own address (the dialogs were recorded in Redis), releases channels and spend,
-//    closes the media session; the webhooks are delivered;
+//    the answered legs' BYEs (outbound and inbound) and the ringing leg's CANCEL from its own address (the dialogs and
+//    the pending INVITE were recorded in Redis), releases channels and spend, closes the media session; the webhooks
+//    are delivered;
 //  - media: the media process dies; signaling ends the call `media_lost` and hangs both legs up with BYE.
 // The calls show an imported number (POST /v1/phone-numbers/import) as caller ID on the wire.
 import t, { type Test } from 'tap';
@@ -13,13 +14,14 @@ import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { sipDialogKey } from '../../signaling/sip/dialog-record.ts';
 import { channelsUsed, deliveriesFor, dial } from '../calls/helpers.ts';
 import { eventually } from '../helpers/env.ts';
-import { endedCall, legStatus, requestsTo, sipPlatform, sipSkip, startSipp } from './helpers.ts';
+import { Phone, softphoneUrl } from '../signaling/softphone.ts';
+import { endedCall, legStatus, requestsTo, sipPlatform, sippCaller, sipSkip, startSipp } from './helpers.ts';
 
 if (sipSkip) {
   t.plan(0, `skip: ${sipSkip}`);
 } else {
   const sipp = await startSipp(t);
-  const p = await sipPlatform(t, sipp.port);
+  const p = await sipPlatform(t, sipp.port, { CLIENT_TOKEN_SECRET: 'k'.repeat(16) + 'sigkill-client-token-secret' });
   const key = keyer(p.env.config.redisPrefix);
   const spend = new SpendAccounts(p.env.redis, key, p.env.db);
   const instanceOf = (output: string) => /"instance":"([^"]+)"/.exec(output)![1];
@@ -59,20 +61,40 @@ if (sipSkip) {
       t.match(rec, { owner: first, role, cseq: Number }, `${role}: its answered dialog is recorded`);
     }
 
+    // An inbound call to the imported number, accepted by a browser of the first process (a WebSocket client that
+    // listens with a client token): its dialog is recorded too.
+    const minted = await p.env.request('POST', '/v1/client-tokens', { key: org.api_key, body: { from_numbers: [imported] } });
+    t.equal(minted.status, 201, minted.text);
+    const browser = await Phone.connect(softphoneUrl(p.signaling));
+    t.teardown(() => browser.close());
+    browser.send({ type: 'hello', v: 1, client_token: minted.body.data.token });
+    await browser.frame('listening');
+    const caller = sippCaller(t, p.sipPort, { to: imported });
+    const incoming = await browser.frame('incoming', 30_000);
+    browser.send({ type: 'accept', call_id: incoming.call_id });
+    const inbound = incoming.call_id as string;
+    await legStatus(p, inbound, 'destination', 'ANSWERED');
+    t.match(JSON.parse((await p.env.redis.get(sipDialogKey(key, legId(inbound, 'destination'))))!), { owner: first, role: 'destination', cseq: Number },
+      'inbound: its answered dialog is recorded');
+
     const survivor = p.env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
     await survivor.ready(60_000);
     const survivorPort = /"sip":"[^"]*:(\d+)"/.exec(survivor.output)![1];
     // A call whose staff phone rings (...0002 rings until CANCEL), placed now so that its 30 s ring timeout cannot
     // pass before the sweep on a slow machine: owners are picked at random, so dial until the first process owns one.
     let ringing = '';
+    let ringingNumber = '';
     for (let i = 0; i < 16 && !ringing; i++) {
-      const id = (await dial(p.env, org, `+1212555${4100 + i}`, `+1415${555 - i}0002`)).body.data.call_id as string;
+      const number = `+1415${555 - i}0002`;
+      const id = (await dial(p.env, org, `+1212555${4100 + i}`, number)).body.data.call_id as string;
       const owner = await eventually(async () => p.env.redis.get(sipOwnerKey(key, legId(id, 'connect'))));
       await legStatus(p, id, 'connect', 'RINGING');
-      if (owner === first) ringing = id;
+      if (owner === first) [ringing, ringingNumber] = [id, number];
       else await p.env.request('POST', `/v1/calls/${id}/hangup`, { key: org.api_key });
     }
     t.ok(ringing, 'a ringing call owned by the first process');
+    const pending = await eventually(async () => p.env.redis.get(sipDialogKey(key, legId(ringing, 'connect'))));
+    t.match(JSON.parse(pending!), { owner: first, pendingInvite: { uri: String } }, 'the ringing leg\'s INVITE is recorded');
     const killedAt = Date.now();
     await p.signaling.kill('SIGKILL');
 
@@ -100,6 +122,21 @@ if (sipSkip) {
     t.equal(r.disconnection_reason, 'signaling_lost');
     t.equal(r.legs[0].end_reason, 'local_hangup');
     t.equal(r.legs[1].status, 'PENDING', 'its destination was never dialed');
+    // The far end stopped ringing: the survivor sent the CANCEL with the INVITE's own Via (the branch that matches it).
+    const cancel = await eventually(async () => requestsTo(sipp, ringingNumber).CANCEL?.[0], 40_000);
+    const viaOf = (m: string) => /^Via:.*$/im.exec(m)?.[0].trim();
+    t.equal(viaOf(cancel!), viaOf(requestsTo(sipp, ringingNumber).INVITE![0]), 'the CANCEL repeats the INVITE\'s Via');
+    t.match(/^CSeq:.*$/im.exec(cancel!)?.[0], /^CSeq:\s*1 CANCEL/i);
+
+    // The inbound call: ended signaling_lost, and the caller got its BYE from the survivor.
+    const ic = await endedCall(p, inbound, 60_000).catch(async (err) => {
+      t.comment(JSON.stringify(await p.env.db.oneOrNone('SELECT status, ended_at, disconnection_reason, legs FROM calls WHERE id = $1', [inbound])));
+      throw err;
+    });
+    t.match(ic, { status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'signaling_lost' }, 'the inbound call ended signaling_lost');
+    const heard = await caller;
+    const bye = /^BYE sip:[\s\S]*?(?=\n\s*\n)/m.exec(heard.log)?.[0] ?? '';
+    t.match(/^Via:.*$/im.exec(bye)?.[0], new RegExp(`127\\.0\\.0\\.1:${survivorPort}`), 'the caller\'s BYE came from the survivor');
     const deadQueue = await p.env.redis.keys(`${p.env.config.redisPrefix}:sip-commands-${first}:*`);
     t.same(deadQueue, [], 'the dead process\'s command queue was dropped');
     await eventually(async () => (await p.env.redis.zscore(sipInstancesKey(key), first)) === null, 30_000, 250);
