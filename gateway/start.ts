@@ -3,7 +3,7 @@
 import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
 import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db.ts';
-import { startHealthServer } from '../shared/health-server.ts';
+import { startHealthServer } from '../shared/http/health-server.ts';
 import type { Logger } from '../shared/log.ts';
 import type { RunningProcess } from '../shared/process.ts';
 import { storeReadiness } from '../shared/readiness.ts';

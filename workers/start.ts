@@ -5,7 +5,7 @@ import { Worker } from 'bullmq';
 import { createReputationProvider } from '../shared/caller-trust/reputation/settings.ts';
 import { CallRuntime } from '../shared/calls/runtime.ts';
 import type { Config } from '../shared/config.ts';
-import { startHealthServer } from '../shared/health-server.ts';
+import { startHealthServer } from '../shared/http/health-server.ts';
 import type { Logger } from '../shared/log.ts';
 import { platformGauges } from '../shared/metrics/platform-gauges.ts';
 import { renderProcessMetrics } from '../shared/metrics/process-metrics.ts';

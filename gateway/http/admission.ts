@@ -4,7 +4,8 @@
 import type { Principal } from '../../shared/accounts/principal.ts';
 import { ApiError } from '../../shared/http/error-status.ts';
 import type { Keyer, Redis } from '../../shared/redis.ts';
-import { FixedWindowLimiter, setRateLimitHeaders, type RateDecision } from '../../shared/ratelimit/fixed-window-limiter.ts';
+import { setRateLimitHeaders } from '../../shared/http/rate-limit-headers.ts';
+import { FixedWindowLimiter, type RateDecision } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import type { Authenticator } from './auth.ts';
 
 const ANONYMOUS_LIMIT = 600;

@@ -2,7 +2,7 @@
 // pipeline: signaling on its uWS listener (signaling/http.ts), workers and the gateway's admin port on node:http
 // (shared/health-server.ts), media beside its control API (media/control-server.ts). /metrics carries the
 // METRICS_TOKEN stage; the others are open.
-import { METRICS_UNAUTHORIZED, metricsAuthorized } from '../metrics/endpoint.ts';
+import { METRICS_UNAUTHORIZED, metricsAuthorized } from './metrics-auth.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../metrics/exposition.ts';
 import { readinessReply, type Readiness } from '../readiness.ts';
 import { errorBody } from './envelope.ts';

@@ -1,7 +1,7 @@
 // Who may read a process's /metrics: anyone who reaches its port when METRICS_TOKEN is unset, otherwise only a
 // request with `Authorization: Bearer <METRICS_TOKEN>` (Prometheus: `authorization: {credentials: ...}`).
 import { timingSafeEqual } from 'node:crypto';
-import { errorBody } from '../http/envelope.ts';
+import { errorBody } from './envelope.ts';
 
 export function metricsAuthorized(token: string | null, authorization: string | undefined): boolean {
   if (token === null) return true;

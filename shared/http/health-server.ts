@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { OpsEndpoints, opsRoutes } from './http/ops.ts';
-import type { Readiness } from './readiness.ts';
+import { OpsEndpoints, opsRoutes } from './ops.ts';
+import type { Readiness } from '../readiness.ts';
 
 export interface MetricsEndpoint {
   /** METRICS_TOKEN: required as a bearer token when set. */
