@@ -66,7 +66,7 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
   const { config, db, redis, log } = services;
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'cursor'`);
   const clock = opts.clock ?? systemClock;
-  const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues };
+  const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues, tokenKeys: services.tokenKeys };
   const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
     reputation: createReputationProvider(db, config) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);

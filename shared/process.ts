@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Db } from './db.ts';
+import type { TokenKeys } from './tokens/keys.ts';
 import type { QueueRegistry } from './queues/registry.ts';
 import type { Keyer } from './redis.ts';
 
@@ -15,6 +16,8 @@ export interface ProcessDeps {
   log: Logger;
   /** The process's BullMQ queues, one per name (closed when the process stops). */
   queues: QueueRegistry;
+  /** The keys of client tokens and room tokens, loaded once (shared/tokens/keys.ts). */
+  tokenKeys: TokenKeys;
 }
 
 /** What a composition root (<proc>/start.ts) returns: what the ready line reports, and how to stop cleanly. */

@@ -8,6 +8,7 @@ import type { Logger } from './log.ts';
 import type { ProcessDeps } from './process.ts';
 import { QueueRegistry } from './queues/registry.ts';
 import { createRedis, keyer } from './redis.ts';
+import { TokenKeys } from './tokens/keys.ts';
 import { reportRedisErrors } from './unavailable.ts';
 
 export interface Services extends ProcessDeps {
@@ -32,7 +33,7 @@ export function createServices(config: Config, log: Logger, o: ServicesOptions):
   const queues = new QueueRegistry(redis, config.redisPrefix);
   let closing: Promise<void> | null = null;
   return {
-    config, db, redis, key: keyer(config.redisPrefix), log, queues,
+    config, db, redis, key: keyer(config.redisPrefix), log, queues, tokenKeys: new TokenKeys(db, config),
     close: () => (closing ??= (async () => {
       await queues.close();
       await redis.quit().catch(() => redis.disconnect());

@@ -16,7 +16,6 @@ import { acceptInbound } from '../shared/calls/inbound.ts';
 import type { CallRow } from '../shared/calls/model.ts';
 import type { CallRuntime } from '../shared/calls/runtime.ts';
 import type { Keyer } from '../shared/redis.ts';
-import { clientTokenSigner } from '../shared/tokens/client-token.ts';
 import { principalFromClaims } from '../shared/tokens/client-principal.ts';
 import type { ErrorCode } from './protocol.ts';
 
@@ -57,9 +56,9 @@ export class IncomingCalls<S> {
 
   /** hello with a client token: the socket listens for calls to the token's numbers. */
   async listen(s: S, token: string): Promise<void> {
-    const { db, config } = this.rt.deps;
+    const { db } = this.rt.deps;
     if (token.length > 4096) return this.hooks.fail(s, 'ticket_invalid');
-    const claims = (await clientTokenSigner(db, config)).verify(token);
+    const claims = (await this.rt.deps.tokenKeys.clientTokenSigner()).verify(token);
     const p = claims ? await principalFromClaims(db, claims) : null;
     if (!p) return this.hooks.fail(s, 'ticket_invalid');
     if (!p.scopes.has('voice:webrtc')) return this.hooks.fail(s, 'ticket_invalid', 'The client token lacks the voice:webrtc scope.');

@@ -14,7 +14,7 @@ import { loadCall } from '../shared/calls/store.ts';
 import { progressChannel, progressOf, type CallProgress } from '../shared/tickets/progress.ts';
 import { TurnBatcher } from '../shared/batch.ts';
 import { endBrowserLeg, redeemTickets, type RedeemRequest, type Redeemed, type TicketKind } from '../shared/tickets/tickets.ts';
-import { roomKeyPair, verifyRoomToken } from '../shared/tokens/room-token.ts';
+import { verifyRoomToken } from '../shared/tokens/room-token.ts';
 import { MediaControlError } from '../shared/media/control-client.ts';
 import type { MediasoupObject } from '../shared/media/protocol.ts';
 import type { MediaLink } from './media.ts';
@@ -312,10 +312,10 @@ export class Softphone {
   }
 
   private async redeem(s: Session, t: { token: string; kind: TicketKind }): Promise<void> {
-    const { db, config } = this.rt.deps;
+    const { db } = this.rt.deps;
     if (t.kind === 'room') {
       // The room token must verify (signature, expiry, a join grant for a call's room) before it is looked up.
-      const ok = await verifyRoomToken(await roomKeyPair(db, config), t.token);
+      const ok = await verifyRoomToken(await this.rt.deps.tokenKeys.roomKeyPair(), t.token);
       if (!ok) return this.fail(s, 'ticket_invalid');
     } else if (!t.token.startsWith('olwt_') || t.token.length > 100) {
       return this.fail(s, 'ticket_invalid');

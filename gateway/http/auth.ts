@@ -10,8 +10,8 @@ import type { Keyer } from '../../shared/redis.ts';
 import type { Logger } from '../../shared/log.ts';
 import { reportRedisErrors } from '../../shared/unavailable.ts';
 import type { Scope } from '../../shared/scopes.ts';
-import type { Config } from '../../shared/config.ts';
-import { CLIENT_TOKEN_PREFIX, clientTokenSigner, type ClientTokenSigner } from '../../shared/tokens/client-token.ts';
+import { CLIENT_TOKEN_PREFIX, type ClientTokenSigner } from '../../shared/tokens/client-token.ts';
+import type { TokenKeys } from '../../shared/tokens/keys.ts';
 import { principalFromClaims } from '../../shared/tokens/client-principal.ts';
 
 const POSITIVE_TTL_MS = 60_000;
@@ -33,13 +33,13 @@ export class Authenticator {
   /** Cached client tokens of each minting key, so revoking the key drops them too. */
   private readonly tokensByKeyId = new Map<string, Set<string>>();
 
-  /** config: where client tokens' secrets come from; without it client tokens are refused. */
-  constructor(private readonly db: Db, private readonly key: Keyer, private readonly config?: Config) {}
+  /** tokenKeys: the process's client-token signer; without it client tokens are refused. */
+  constructor(private readonly db: Db, private readonly key: Keyer, private readonly tokenKeys?: TokenKeys) {}
 
   /** The client-token signer of this deployment (loaded once). */
   clientTokens(): Promise<ClientTokenSigner> {
-    if (!this.config) return Promise.reject(new Error('client tokens need the config'));
-    return clientTokenSigner(this.db, this.config);
+    if (!this.tokenKeys) return Promise.reject(new Error('client tokens need the token keys'));
+    return this.tokenKeys.clientTokenSigner();
   }
 
   async listen(redis: Redis, log: Logger): Promise<void> {
@@ -88,7 +88,7 @@ export class Authenticator {
     } else {
       const seen = this.revocations;
       let expires = now + POSITIVE_TTL_MS;
-      if (token.startsWith(CLIENT_TOKEN_PREFIX) && this.config) {
+      if (token.startsWith(CLIENT_TOKEN_PREFIX) && this.tokenKeys) {
         // A client token: the signature and expiry are checked here, its minting key in the database.
         const claims = token.length <= 8192 ? (await this.clientTokens()).verify(token, now) : null;
         const cp = claims ? await principalFromClaims(this.db, claims) : null;

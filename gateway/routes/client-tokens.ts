@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
-import { CLIENT_TOKEN_DEFAULT_TTL, CLIENT_TOKEN_MAX_TTL, CLIENT_TOKEN_MIN_TTL, clientTokenSigner } from '../../shared/tokens/client-token.ts';
+import { CLIENT_TOKEN_DEFAULT_TTL, CLIENT_TOKEN_MAX_TTL, CLIENT_TOKEN_MIN_TTL } from '../../shared/tokens/client-token.ts';
 import { mintClientToken } from '../../shared/tokens/mint.ts';
 import { issueRoomToken, issueWebrtcTicket } from '../../shared/tickets/issue.ts';
 import type { Plugin } from '../http/types.ts';
@@ -53,7 +53,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     },
     errors: ['forbidden', 'call_id_not_verified', 'caller_id_held_elsewhere', 'idempotency_conflict'],
     handler: async ({ deps, principal, body }) => {
-      const signer = await clientTokenSigner(deps.db, deps.config);
+      const signer = await deps.tokenKeys.clientTokenSigner();
       return { status: 201, body: { data: await mintClientToken(deps.db, signer, principal, body) } };
     },
   });

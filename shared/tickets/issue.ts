@@ -6,7 +6,7 @@ import type { Principal } from '../accounts/principal.ts';
 import type { Config } from '../config.ts';
 import { placeCall } from '../calls/place.ts';
 import type { CallRuntime } from '../calls/runtime.ts';
-import { mintRoomToken, roomKeyPair } from '../tokens/room-token.ts';
+import { mintRoomToken } from '../tokens/room-token.ts';
 import { scheduleTicketCleanup } from './queue.ts';
 import { insertTicket, newTicket, type TicketKind } from './tickets.ts';
 
@@ -31,9 +31,8 @@ export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: Brow
 }
 
 export async function issueRoomToken(rt: CallRuntime, p: Principal, req: BrowserCallRequest) {
-  const { db, config } = rt.deps;
   // Signed before the call is placed so a key problem never leaves a placed call behind.
-  const keys = await roomKeyPair(db, config);
+  const keys = await rt.deps.tokenKeys.roomKeyPair();
   const { call } = await placeCall(rt, p, {
     type: 'room', from: req.from_number, to: req.to_number, record: false, names: { from: 'from_number', to: 'to_number' },
   });
@@ -45,7 +44,7 @@ export async function issueRoomToken(rt: CallRuntime, p: Principal, req: Browser
     throw err;
   }
   await recordTicket(rt, call.id, p.organizationId, 'room', token);
-  return { token, room_url: roomUrl(config), call_id: call.id };
+  return { token, room_url: roomUrl(rt.deps.config), call_id: call.id };
 }
 
 /** Stores the ticket and its cleanup deadline; on failure the call is canceled (setup_failed) so nothing is left

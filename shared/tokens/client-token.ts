@@ -92,17 +92,3 @@ export async function loadClientTokenSigner(db: Db, config: Config): Promise<Cli
   const { secret } = await db.one(`SELECT secret FROM server_secrets WHERE name = 'client_token'`);
   return new ClientTokenSigner(secret, config.clientTokenPreviousSecret);
 }
-
-// A memo of the secret stored in the database this handle reaches (a process may hold several handles, e.g. tests).
-const signers = new WeakMap<object, Promise<ClientTokenSigner>>();
-
-/** One signer per database handle and process (memoized; a failed load is retried next time). */
-export function clientTokenSigner(db: Db, config: Config): Promise<ClientTokenSigner> {
-  let p = signers.get(db);
-  if (!p) {
-    p = loadClientTokenSigner(db, config);
-    p.catch(() => signers.delete(db));
-    signers.set(db, p);
-  }
-  return p;
-}

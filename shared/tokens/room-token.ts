@@ -14,21 +14,13 @@ export const callIdOfRoom = (room: string | undefined) => (room?.startsWith('cal
 /** Extra lifetime beyond the longest call: ringing and joining happen before the call-length clock starts. */
 const TTL_MARGIN_SECONDS = 600;
 
-// A memo of the secret stored in the database this handle reaches (a process may hold several handles, e.g. tests).
-const pairs = new WeakMap<object, Promise<RoomKeyPair>>();
-
-/** LIVEKIT_API_KEY / LIVEKIT_API_SECRET when set; else a sandbox pair whose secret lives in the database. */
-export function roomKeyPair(db: Db, config: Config): Promise<RoomKeyPair> {
-  if (config.livekit) return Promise.resolve({ apiKey: config.livekit.apiKey, apiSecret: config.livekit.apiSecret });
-  if (config.roomTokenKey) return Promise.resolve(config.roomTokenKey);
-  let p = pairs.get(db);
-  if (!p) {
-    p = db.one(`SELECT secret FROM server_secrets WHERE name = 'room_token'`)
-      .then((r: { secret: Buffer }) => ({ apiKey: 'sandbox', apiSecret: r.secret.toString('base64url') }));
-    p.catch(() => pairs.delete(db));
-    pairs.set(db, p);
-  }
-  return p;
+/** LIVEKIT_API_KEY / LIVEKIT_API_SECRET when set; else ROOM_TOKEN_KEY; else a sandbox pair whose secret lives in the
+ *  database (shared by every replica). Loaded once per process (shared/tokens/keys.ts). */
+export async function loadRoomKeyPair(db: Db, config: Config): Promise<RoomKeyPair> {
+  if (config.livekit) return { apiKey: config.livekit.apiKey, apiSecret: config.livekit.apiSecret };
+  if (config.roomTokenKey) return config.roomTokenKey;
+  const r = await db.one<{ secret: Buffer }>(`SELECT secret FROM server_secrets WHERE name = 'room_token'`);
+  return { apiKey: 'sandbox', apiSecret: r.secret.toString('base64url') };
 }
 
 /** A join grant for the call's room only; identity = the issuing user (or the key when it has none). */

@@ -140,7 +140,7 @@ t.test('both legs of a bridge present the organization\'s from_number; the carri
     name: 'fake', timeScale: 1, pricePerMinuteCents: 1,
     async originate(r) { originated.push(r); }, async hangup() {}, async bridge() {},
   };
-  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key: keyer(env.config.redisPrefix), log: createLogger('test', 'warn'), queues: env.queues }, fake);
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key: keyer(env.config.redisPrefix), log: createLogger('test', 'warn'), queues: env.queues, tokenKeys: env.tokenKeys }, fake);
   const r = await dial(env, org, '+14155554567', '+14155559999', { record: true });
   const call = (await loadCall(env.db, r.body.data.call_id))!;
   await rt.run(call, [{ kind: 'originate', role: 'connect' }, { kind: 'originate', role: 'destination' }]);

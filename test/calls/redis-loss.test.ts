@@ -178,7 +178,7 @@ t.test('a call that ended just before the loss gets the legs still up hung up', 
 t.test('signaling does not take heartbeats lost with Redis for dead processes', async (t) => {
   const org = await callOrg(env);
   const key = keyer(env.config.redisPrefix);
-  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'warn'), queues: env.queues }, false);
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'warn'), queues: env.queues, tokenKeys: env.tokenKeys }, false);
   const legs = new LegAccounts(env.redis, key);
   // A browser call answered on signaling process "sig-x", whose heartbeat this test writes (or stops writing).
   const id = uuidv7();

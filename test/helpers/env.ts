@@ -11,6 +11,7 @@ import { createDb, dropDatabase, type Db } from '../../shared/db.ts';
 import { randomToken } from '../../shared/ids.ts';
 import { createLogger } from '../../shared/log.ts';
 import { QueueRegistry } from '../../shared/queues/registry.ts';
+import { TokenKeys } from '../../shared/tokens/keys.ts';
 import { createRedis, type Redis } from '../../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, type Scope } from '../../shared/scopes.ts';
 import { startGateway, type RunningGateway } from '../../gateway/start.ts';
@@ -45,9 +46,12 @@ export class TestEnv {
   private readonly children = new Set<ChildProcess>();
   /** Queues on this file's connection and prefix, for tests that add or inspect jobs themselves. */
   readonly queues: QueueRegistry;
+  /** Token keys on this file's database, for tests that build a process's deps themselves. */
+  readonly tokenKeys: TokenKeys;
 
   constructor(readonly config: Config, readonly env: Record<string, string>, readonly db: Db, readonly redis: Redis) {
     this.queues = new QueueRegistry(redis, config.redisPrefix);
+    this.tokenKeys = new TokenKeys(db, config);
   }
 
   get url(): string {

@@ -86,7 +86,7 @@ t.test('the reconciler settles a charge whose settle was lost', async (t) => {
       ON CONFLICT (organization_id, day) DO UPDATE SET cents = org_daily_spend.cents + 10`, [org.organization_id, day]);
   });
   t.match(await spend.read(org.organization_id, day), { settled: 0, reserved: 10 }, 'reserved, not settled');
-  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'silent'), queues: env.queues }, false);
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key, log: createLogger('test', 'silent'), queues: env.queues, tokenKeys: env.tokenKeys }, false);
   const report = await reconcileOnce(rt, new Map(), Date.now(), { spendHolds: true });
   t.ok(report.spend_settled >= 1, 'the reconciler settled it');
   const after = await spend.read(org.organization_id, day);
