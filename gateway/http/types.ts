@@ -37,10 +37,10 @@ export interface Deprecation {
 /** What a handler returns to send a file: Reply.file. */
 export interface FileBody { path: string; size: number }
 
-export interface Reply {
+export interface Reply<B = unknown> {
   status: number;
-  /** Sent as JSON. */
-  body?: unknown;
+  /** Sent as JSON; typed from the route's response schema where the route declares one. */
+  body?: B;
   /** Sent as is instead of JSON (set content-type in headers); for GET routes such as recordings. */
   raw?: Buffer;
   /** A file sent from disk (GET only): the pipeline answers Range requests and streams it (file-response.ts). */
@@ -69,11 +69,12 @@ export interface Ctx<B, Q, P> {
   /** For a request with an Idempotency-Key: the hook that writes its durable idempotency record, to be run inside
    *  the transaction of the handler's effect (pass it to the shared function that owns that transaction), given
    *  how the handler turns the transaction's result into its reply. Undefined without a key (no extra writes). */
-  idempotent<T>(reply: (result: T) => Reply): WithinTx<T> | undefined;
+  idempotent<T, B>(reply: (result: T) => Reply<B>): WithinTx<T> | undefined;
 }
 
 export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
-  QS extends TSchema | undefined = TSchema | undefined, PS extends TSchema | undefined = TSchema | undefined> {
+  QS extends TSchema | undefined = TSchema | undefined, PS extends TSchema | undefined = TSchema | undefined,
+  RS extends TSchema | undefined = TSchema | undefined> {
   method: Method;
   /** OpenAPI-style path: /v1/calls/{id}. */
   path: string;
@@ -88,7 +89,7 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   params?: PS;
   /** Success status and schema, for the OpenAPI document (and the suite's response check). `also`: other success
    *  statuses answered with the same schema, each with what it means (e.g. 200 for a record that already existed). */
-  response: { status: number; schema?: TSchema; description?: string; contentType?: string; also?: Record<number, string> };
+  response: { status: number; schema?: RS; description?: string; contentType?: string; also?: Record<number, string> };
   /** Realistic example values for the reference: the request body and the success response body. */
   examples?: { request?: unknown; response?: unknown };
   /** Error codes this route can answer besides the general ones. */
@@ -97,10 +98,10 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** A success changes the organization's account footprint (GET /v1/account): the reply waits until every gateway
    *  dropped its copy, so the next read on any replica shows the change. */
   changesAccount?: boolean;
-  handler(ctx: Ctx<StaticOr<BS, undefined>, StaticOr<QS, Record<string, never>>, StaticOr<PS, Record<string, never>>>): Promise<Reply>;
+  handler(ctx: Ctx<StaticOr<BS, undefined>, StaticOr<QS, Record<string, never>>, StaticOr<PS, Record<string, never>>>): Promise<Reply<StaticOr<RS, unknown>>>;
 }
 
-export type AnyRoute = RouteDef<any, any, any>;
+export type AnyRoute = RouteDef<any, any, any, any>;
 
 /** A raw route (served outside the API pipeline: its own authentication, no validation) described for the OpenAPI
  *  document; `security` names a scheme of the document's components. */
@@ -113,4 +114,5 @@ export type RawRouteDoc = Pick<RouteDef, 'method' | 'path' | 'summary' | 'descri
     plainJson?: { schema: TSchema; examples: Record<number, unknown> } };
 
 /** An API area: registers its routes (Fastify-style plugin; the area owns its schemas and thin handlers). */
-export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined>(r: RouteDef<B, Q, P>): void }) => void;
+export type Plugin = (routes: { add<B extends TSchema | undefined, Q extends TSchema | undefined, P extends TSchema | undefined,
+  R extends TSchema | undefined>(r: RouteDef<B, Q, P, R>): void }) => void;

@@ -37,7 +37,7 @@ export const agentRoutes: Plugin = (routes) => {
       voice: Type.Optional(fields.voice) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Agent }) },
     handler: async (ctx) => {
-      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: agentView(a) } });
+      const reply = (a: AgentRow) => ({ status: 201, body: { data: agentView(a) } });
       return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -75,7 +75,7 @@ export const agentRoutes: Plugin = (routes) => {
       prompt: Type.Optional(fields.prompt), voice: Type.Optional(fields.voice) }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: Agent }) },
     handler: async (ctx) => {
-      const reply = (a: AgentRow): Reply => ({ status: 200, body: { data: agentView(a) } });
+      const reply = (a: AgentRow) => ({ status: 200, body: { data: agentView(a) } });
       return reply(await updateAgent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -86,7 +86,7 @@ export const agentRoutes: Plugin = (routes) => {
       + 'agent_id. Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' },
     handler: async (ctx) => {
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       await deleteAgent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();
     },

@@ -40,7 +40,7 @@ export const callerIdRoutes: Plugin = (routes) => {
     response: { status: 201, schema: One },
     errors: ['caller_id_exists', 'caller_id_held_elsewhere', 'caller_id_limit_exceeded'],
     handler: async (ctx) => {
-      const reply = (r: CallerIdRow): Reply => ({ status: 201, body: { data: callerIdView(r) } });
+      const reply = (r: CallerIdRow) => ({ status: 201, body: { data: callerIdView(r) } });
       return reply(await addCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -79,7 +79,7 @@ export const callerIdRoutes: Plugin = (routes) => {
     params: IdParams, response: { status: 204, description: 'Removed' },
     handler: async (ctx) => {
       const { deps, principal } = ctx;
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       const removed = await removeCallerId(deps.db, principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/store.ts).
       await cancelQueuedCallsFromCallerId(deps.calls, principal.organizationId, removed.phone_number).catch((err) =>
@@ -101,7 +101,7 @@ export const callerIdRoutes: Plugin = (routes) => {
     params: IdParams, response: { status: 202, schema: One, description: 'The call was placed; confirm the code it speaks.' },
     errors: ['caller_id_already_verified', 'caller_id_held_elsewhere', 'service_unavailable'],
     handler: async (ctx) => {
-      const reply = (r: CallerIdRow): Reply => ({ status: 202, body: { data: callerIdView(r) } });
+      const reply = (r: CallerIdRow) => ({ status: 202, body: { data: callerIdView(r) } });
       return reply(await placeVerificationCall(ctx.deps.db, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply)));
     },
   });
@@ -119,7 +119,7 @@ export const callerIdRoutes: Plugin = (routes) => {
     response: { status: 200, schema: One },
     errors: ['caller_id_already_verified', 'verification_not_started', 'verification_code_incorrect', 'verification_code_expired', 'verification_locked'],
     handler: async (ctx) => {
-      const reply = (r: CallerIdRow): Reply => ({ status: 200, body: { data: callerIdView(r) } });
+      const reply = (r: CallerIdRow) => ({ status: 200, body: { data: callerIdView(r) } });
       return reply(await confirmCallerId(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.code, ctx.idempotent(reply)));
     },
   });

@@ -119,7 +119,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
       if (ctx.body.display_name !== undefined && !ctx.body.display_name.trim()) throw validationError({ display_name: 'must not be blank' });
       if (ctx.body.call_reason !== undefined && !ctx.body.call_reason.trim()) throw validationError({ call_reason: 'must not be blank' });
       if (ctx.body.logo !== undefined) input.logo = ctx.body.logo === null ? null : await logoOf(ctx.body.logo);
-      const reply = (b: BrandRow): Reply => ({ status: 200, body: { data: brandView(b, ctx.baseUrl) } });
+      const reply = (b: BrandRow) => ({ status: 200, body: { data: brandView(b, ctx.baseUrl) } });
       return reply(await putBrand(ctx.deps.db, ctx.principal.organizationId, input, ctx.idempotent(reply)));
     },
   });
@@ -133,7 +133,7 @@ export const callerTrustBrandRoutes: Plugin = (routes) => {
     examples: { response: { data: SUBMITTED } },
     response: { status: 200, schema: Data }, errors: ['not_found', 'state_conflict', 'enterprise_not_approved', 'idempotency_conflict'],
     handler: async (ctx) => {
-      const reply = (b: BrandRow): Reply => ({ status: 200, body: { data: brandView(b, ctx.baseUrl) } });
+      const reply = (b: BrandRow) => ({ status: 200, body: { data: brandView(b, ctx.baseUrl) } });
       return reply(await submitBrand(ctx.deps, ctx.principal.organizationId, ctx.idempotent(reply)));
     },
   });

@@ -110,7 +110,7 @@ function registrationView(r: RegistrationRow, baseUrl: string) {
 
 const Data = Type.Object({ data: Registration });
 const IdParams = UuidIdParams('enterprise registration');
-const ok = (ctx: { baseUrl: string }, status = 200) => (r: RegistrationRow): Reply => ({ status, body: { data: registrationView(r, ctx.baseUrl) } });
+const ok = (ctx: { baseUrl: string }, status = 200) => (r: RegistrationRow) => ({ status, body: { data: registrationView(r, ctx.baseUrl) } });
 
 const signFields = {
   signer_name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person signing for the business.' }),
@@ -204,7 +204,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
       + 'It is no longer readable; its record and LOAs are kept as history. Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' }, errors: [...STATE_ERRORS],
     handler: async (ctx) => {
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       await deleteRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();
     },

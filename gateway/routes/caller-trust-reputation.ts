@@ -151,7 +151,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       'no_active_subscription', 'idempotency_conflict'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
-      const reply = (r: RemediationRow): Reply => ({ status: 201, body: { data: remediationView(r) } });
+      const reply = (r: RemediationRow) => ({ status: 201, body: { data: remediationView(r) } });
       const p = provider(deps);
       return reply(await openRemediation({ db: deps.db, redis: deps.redis, key: deps.key, queues: deps.queues, provider: p,
         firstPollMs: p.remediationPollMs }, principal.organizationId, body, ctx.idempotent(reply)));

@@ -7,7 +7,7 @@ import { exactSelection, selectCallerId, type CallerIdSelection } from '../../sh
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
-import { CallResponse, callView, viewOptions } from '../../shared/calls/views.ts';
+import { CallResponse, callView, TranscriptResponse, transcriptView, viewOptions } from '../../shared/calls/views.ts';
 import { DomainError, notFound } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Deprecation, Plugin, Reply } from '../http/types.ts';
@@ -104,7 +104,7 @@ export const callRoutes: Plugin = (routes) => {
       const at = deps.clock.now();
       const set = await selectCallerId(deps.db, principal.organizationId,
         { from: body.from_number, numberSetId: body.number_set_id, to: body.to_number }, at);
-      const reply = ({ call, callerId }: Placed): Reply =>
+      const reply = ({ call, callerId }: Placed) =>
         ({ status: 202, body: { data: accepted(call, set ?? exactSelection(call.from_number, callerId)) } });
       const placed = await placeCall(deps.calls, principal, {
         type: 'bridge', from: set ? set.from : body.from_number, to: body.to_number, connect: body.connect_number,
@@ -155,7 +155,7 @@ export const callRoutes: Plugin = (routes) => {
       if (Object.keys(fields).length) throw new DomainError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
       const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
-      const reply = ({ call }: Placed): Reply => ({
+      const reply = ({ call }: Placed) => ({
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
         deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,
       });
@@ -222,35 +222,11 @@ export const callRoutes: Plugin = (routes) => {
     params: IdParams,
     response: {
       status: 200,
-      schema: Type.Object({ data: Type.Object({
-        call_id: Type.String({ description: 'The call id.' }),
-        status: Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('unavailable')],
-          { description: 'available; pending while the call is live; unavailable when there will be none.' }),
-        reason: Nullable(Type.String(), 'Why there is none: in_progress, not_answered, not_recorded (a bridge call without record), not_available (the carrier produced none); null when available.'),
-        language: Nullable(Type.String(), 'BCP 47 language of the transcript; null when there is none.'),
-        turns: Type.Array(Type.Object({
-          speaker: Type.String({ description: 'agent, caller (your side of a bridge) or callee (the called party).' }),
-          text: Type.String({ description: 'What was said.' }),
-          offset_seconds: Type.Number({ description: 'Seconds from the answer to the start of the turn.' }),
-        }, { description: 'One turn of the conversation.' }), { description: 'The conversation, in order; empty when there is none.' }),
-        analysis: Nullable(Type.Object({}, { additionalProperties: true }), 'summary, sentiment (positive, neutral, negative), '
-          + 'turn_count, talk_seconds, ended_by and keywords; null when there is no transcript.'),
-      }, { description: 'The transcript.' }) }),
+      schema: Type.Object({ data: TranscriptResponse }),
     },
     errors: ['content_policy_forbidden'],
-    handler: async ({ deps, principal, params }) => {
-      const call = await callForContent(deps.db, principal.organizationId, params.id);
-      const t = call.transcript as { language: string; turns: unknown[]; analysis: unknown } | null;
-      const reason = t ? null : !call.ended_at ? 'in_progress' : !call.picked_up ? 'not_answered'
-        : call.type !== 'ai' && !call.record ? 'not_recorded' : 'not_available';
-      return {
-        status: 200,
-        body: { data: {
-          call_id: call.id, status: t ? 'available' : reason === 'in_progress' ? 'pending' : 'unavailable', reason,
-          language: t?.language ?? null, turns: t?.turns ?? [], analysis: t?.analysis ?? null,
-        } },
-      };
-    },
+    handler: async ({ deps, principal, params }) =>
+      ({ status: 200, body: { data: transcriptView(await callForContent(deps.db, principal.organizationId, params.id)) } }),
   });
 
   routes.add({

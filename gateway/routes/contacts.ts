@@ -159,7 +159,7 @@ export const contactRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       checkE164('phone_number', ctx.body.phone_number);
       checkTimezone(ctx.body.timezone);
-      const reply = (c: ContactRow): Reply => ({ status: 201, body: { data: contactView(c) } });
+      const reply = (c: ContactRow) => ({ status: 201, body: { data: contactView(c) } });
       return reply(await createContact(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -207,7 +207,7 @@ export const contactRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       checkE164('phone_number', ctx.body.phone_number);
       checkTimezone(ctx.body.timezone);
-      const reply = (c: ContactRow): Reply => ({ status: 200, body: { data: contactView(c) } });
+      const reply = (c: ContactRow) => ({ status: 200, body: { data: contactView(c) } });
       return reply(await updateContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -217,7 +217,7 @@ export const contactRoutes: Plugin = (routes) => {
       + 'Do-Not-Call list are per number and stay in force. Answers 204.',
     params: IdParams, response: { status: 204, description: 'Deleted' },
     handler: async (ctx) => {
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       await deleteContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();
     },
@@ -235,7 +235,7 @@ export const contactRoutes: Plugin = (routes) => {
       captured_at: Type.Optional(ISO('When the person gave consent (default now).')) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Consent }) },
     handler: async (ctx) => {
-      const reply = (c: ConsentRow): Reply => ({ status: 201, body: { data: consentView(c) } });
+      const reply = (c: ConsentRow) => ({ status: 201, body: { data: consentView(c) } });
       return reply(await addConsent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -256,7 +256,7 @@ export const contactRoutes: Plugin = (routes) => {
     params: ConsentParams, response: { status: 200, schema: Type.Object({ data: Consent }) },
     errors: ['state_conflict'],
     handler: async (ctx) => {
-      const reply = (c: ConsentRow): Reply => ({ status: 200, body: { data: consentView(c) } });
+      const reply = (c: ConsentRow) => ({ status: 200, body: { data: consentView(c) } });
       return reply(await revokeConsent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.params.consent_id, ctx.idempotent(reply)));
     },
   });
@@ -286,7 +286,7 @@ export const contactRoutes: Plugin = (routes) => {
     response: { status: 201, schema: Type.Object({ data: OptOut }), also: { 200: 'The number was already opted out: the record in force.' } },
     handler: async (ctx) => {
       const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
-      const reply = (r: { row: OptOutRow; created: boolean }): Reply => ({ status: r.created ? 201 : 200, body: { data: optOutView(r.row) } });
+      const reply = (r: { row: OptOutRow; created: boolean }) => ({ status: r.created ? 201 : 200, body: { data: optOutView(r.row) } });
       return reply(await optOut(ctx.deps.db, ctx.principal.organizationId, c.phone_number, ctx.body.channel, ctx.body.source ?? 'api', ctx.idempotent(reply)));
     },
   });
@@ -300,7 +300,7 @@ export const contactRoutes: Plugin = (routes) => {
     errors: ['state_conflict'],
     handler: async (ctx) => {
       const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
-      const reply = (r: OptOutRow): Reply => ({ status: 200, body: { data: optOutView(r) } });
+      const reply = (r: OptOutRow) => ({ status: 200, body: { data: optOutView(r) } });
       return reply(await optIn(ctx.deps.db, ctx.principal.organizationId, c.phone_number, ctx.params.channel, ctx.idempotent(reply)));
     },
   });
@@ -316,7 +316,7 @@ export const contactRoutes: Plugin = (routes) => {
     response: { status: 201, schema: Type.Object({ data: Dnc }), also: { 200: 'The number was already listed: the existing entry.' } },
     handler: async (ctx) => {
       checkE164('phone_number', ctx.body.phone_number);
-      const reply = (r: { row: DncRow; created: boolean }): Reply => ({ status: r.created ? 201 : 200, body: { data: dncView(r.row) } });
+      const reply = (r: { row: DncRow; created: boolean }) => ({ status: r.created ? 201 : 200, body: { data: dncView(r.row) } });
       return reply(await addDnc(ctx.deps.db, ctx.principal.organizationId, ctx.body.phone_number, ctx.body.reason ?? '', ctx.idempotent(reply)));
     },
   });
@@ -338,7 +338,7 @@ export const contactRoutes: Plugin = (routes) => {
     description: 'Takes the number off the list (the entry is kept as history); 404 when it is not listed. Answers 204.',
     params: DncParams, response: { status: 204, description: 'Removed' },
     handler: async (ctx) => {
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       await removeDnc(ctx.deps.db, ctx.principal.organizationId, ctx.params.phone_number, ctx.idempotent(reply));
       return reply();
     },
@@ -369,7 +369,7 @@ export const contactRoutes: Plugin = (routes) => {
       const { policy } = await readPolicy(ctx.deps.db, ctx.principal.organizationId);
       const next = mergePolicy(policy, ctx.body);
       if (next.window.start >= next.window.end) throw validationError({ 'call_window.end': `must be after call_window.start (${next.window.start})` });
-      const reply = (r: PolicyRow): Reply => ({ status: 200, body: { data: policyView(policyFromRow(r), r.updated_at) } });
+      const reply = (r: PolicyRow) => ({ status: 200, body: { data: policyView(policyFromRow(r), r.updated_at) } });
       return reply(await writePolicy(ctx.deps.db, ctx.principal.organizationId, next, ctx.idempotent(reply)));
     },
   });

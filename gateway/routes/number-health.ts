@@ -359,7 +359,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (s: SetRow): Reply => ({ status: 201, body: { data: setView(s) } });
+      const reply = (s: SetRow) => ({ status: 201, body: { data: setView(s) } });
       return reply(await createSet(ctx.deps.db, ctx.principal.organizationId, user, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -398,7 +398,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (s: SetRow): Reply => ({ status: 200, body: { data: setView(s) } });
+      const reply = (s: SetRow) => ({ status: 200, body: { data: setView(s) } });
       return reply(await updateSet(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, user, ctx.body, ctx.idempotent(reply)));
     },
   });
@@ -450,7 +450,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (s: SessionRow): Reply => ({ status: 201, body: { data: sessionView(s, []) } });
+      const reply = (s: SessionRow) => ({ status: 201, body: { data: sessionView(s, []) } });
       return reply(await createSession(ctx.deps.db, ctx.principal.organizationId, user, ctx.body, ctx.deps.clock.now(), ctx.idempotent(reply)));
     },
   });
@@ -476,7 +476,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required', 'state_conflict'],
     handler: async (ctx) => {
       attributedUser(ctx.principal);
-      const reply = (r: { session: SessionRow; attempts: AttemptRow[] }): Reply => ({ status: 200, body: { data: sessionView(r.session, r.attempts) } });
+      const reply = (r: { session: SessionRow; attempts: AttemptRow[] }) => ({ status: 200, body: { data: sessionView(r.session, r.attempts) } });
       return reply(await changeSessionStatus(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.status, ctx.deps.clock.now(),
         ctx.idempotent(reply)));
     },
@@ -511,7 +511,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required', 'state_conflict'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (a: AttemptRow): Reply => ({ status: 201, body: { data: attemptView(a) } });
+      const reply = (a: AttemptRow) => ({ status: 201, body: { data: attemptView(a) } });
       return reply(await createAttempt(ctx.deps.db, ctx.principal.organizationId, user, ctx.params.id, ctx.body, ctx.deps.clock.now(), ctx.idempotent(reply)));
     },
   });
@@ -540,7 +540,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     errors: ['user_required', 'state_conflict', 'call_not_terminal'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (r: { attempt: AttemptRow; audit: unknown[] }): Reply => ({ status: 200, body: { data: { attempt: attemptView(r.attempt), audit: r.audit } } });
+      const reply = (r: { attempt: AttemptRow; audit: unknown[] }) => ({ status: 200, body: { data: { attempt: attemptView(r.attempt), audit: r.audit } } });
       return reply(await recordObservation(ctx.deps.db, ctx.principal.organizationId, user, ctx.params.id, ctx.body, ctx.deps.clock.now(), ctx.idempotent(reply)));
     },
   });

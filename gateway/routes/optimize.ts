@@ -119,7 +119,7 @@ const CONVERSION_EXAMPLE = { id: '0193a4d0-2222-7d21-9f3a-6c8e2b1d4f70', test_id
   metadata: { order_id: 'A-1001' }, counted: true, created_at: '2026-11-21T10:00:00.000Z' };
 
 const IdParams = UuidIdParams('test');
-const testReply = (status: number) => (tw: TestWithVariants): Reply => ({ status, body: { data: testView(tw) } });
+const testReply = (status: number) => (tw: TestWithVariants) => ({ status, body: { data: testView(tw) } });
 
 /** Any key but __proto__, constructor, toString and hasOwnProperty. */
 const NOT_PROTOTYPE_KEY = '^(?!(__proto__|constructor|toString|hasOwnProperty)$)';
@@ -348,7 +348,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     }, { description: 'The outcome.' }) }) },
     errors: ['not_found', 'visitor_not_assigned'],
     handler: async (ctx) => {
-      const reply = (r: ConversionResult): Reply => ({ status: 200, body: { data: r } });
+      const reply = (r: ConversionResult) => ({ status: 200, body: { data: r } });
       const { db, redis, key } = ctx.deps;
       return reply(await recordConversion(db, redis, key, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
     },

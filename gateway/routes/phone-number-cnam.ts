@@ -31,7 +31,7 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     errors: ['cnam_number_released'],
     handler: async (ctx) => {
-      const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
+      const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
       return reply(await setCnam(ctx.deps.db, ctx.deps.queues, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.body,
         ctx.idempotent(reply)));
     },

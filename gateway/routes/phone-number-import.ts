@@ -62,7 +62,7 @@ export const phoneNumberImportRoutes: Plugin = (routes) => {
       const { deps, principal, body } = ctx;
       assertNumbersImportable(deps.config.carrier);
       const numbers = checkImportNumbers(body.numbers);
-      const reply = (s: ImportSummary): Reply => ({
+      const reply = (s: ImportSummary) => ({
         status: 200, body: { data: s.results, meta: { imported: s.imported, already_held: s.already_held, refused: s.refused } },
       });
       return reply(await importNumbers(deps.db, principal, numbers, { name: body.name }, ctx.idempotent(reply)));

@@ -68,7 +68,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
       assertNumbersPurchasable(deps.config.carrier);
-      const reply = (r: LifecycleRow): Reply => ({ status: 202, body: { data: numberDetailView(r) } });
+      const reply = (r: LifecycleRow) => ({ status: 202, body: { data: numberDetailView(r) } });
       const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
       try {
         await enqueueProvisioning(deps.queues, deps.config, row.id);
@@ -105,7 +105,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     handler: async (ctx) => {
       const { deps, principal, params } = ctx;
-      const reply = (r: LifecycleRow): Reply => ({ status: 200, body: { data: numberDetailView(r) } });
+      const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
       const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
       await cancelQueuedCallsFrom(deps.calls, principal.organizationId, row.id).catch((err) =>

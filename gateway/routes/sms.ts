@@ -85,7 +85,7 @@ export const smsRoutes: Plugin = (routes) => {
     response: { status: 202, description: 'Accepted: the message, queued.', schema: Type.Object({ data: Message }) },
     errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'no_active_subscription', 'recipient_opted_out', 'idempotency_conflict'],
     handler: async (ctx) => {
-      const reply = (m: MessageRow): Reply => ({ status: 202, body: { data: messageView(m) } });
+      const reply = (m: MessageRow) => ({ status: 202, body: { data: messageView(m) } });
       return reply(await acceptSend(ctx.deps.db, sendQueue(ctx.deps.queues), ctx.principal, ctx.body,
         ctx.idempotent(reply)));
     },
@@ -145,7 +145,7 @@ export const smsRoutes: Plugin = (routes) => {
     response: { status: 202, description: 'Submitted: the registration, pending.', schema: Type.Object({ data: Registration }) },
     errors: ['state_conflict', 'idempotency_conflict'],
     handler: async (ctx) => {
-      const reply = (r: Submitted): Reply => ({ status: 202, body: { data: registrationView(r.row, r.numbers) } });
+      const reply = (r: Submitted) => ({ status: 202, body: { data: registrationView(r.row, r.numbers) } });
       return reply(await submitRegistration(ctx.deps.db, registrationProvider(ctx.deps.queues, ctx.deps.config), ctx.principal.organizationId,
         ctx.body, ctx.idempotent(reply)));
     },
@@ -179,7 +179,7 @@ export const smsRoutes: Plugin = (routes) => {
     }, { description: 'What happened.' }) }) },
     errors: ['idempotency_conflict'],
     handler: async (ctx) => {
-      const reply = (r: InboundResult): Reply => ({ status: 201, body: { data: inboundView(r) } });
+      const reply = (r: InboundResult) => ({ status: 201, body: { data: inboundView(r) } });
       return reply(await receiveInbound(ctx.deps.db, sendQueue(ctx.deps.queues), ctx.principal.organizationId,
         ctx.body, ctx.idempotent(reply)));
     },

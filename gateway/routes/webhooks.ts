@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery } from '../../shared/pagination.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/event-types.ts';
 import {
@@ -53,7 +53,7 @@ export const webhookRoutes: Plugin = (routes) => {
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
     errors: ['subscription_exists', 'subscription_limit_exceeded'],
     handler: async (ctx) => {
-      const reply = (data: CreatedRow): Reply => ({ status: 201, body: { data } });
+      const reply = (data: CreatedRow) => ({ status: 201, body: { data } });
       return reply(await createSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.deps.config.webhookAllowInsecure,
         ctx.idempotent(reply)));
     },
@@ -96,7 +96,7 @@ export const webhookRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 204, description: 'No Content' },
     handler: async (ctx) => {
-      const reply = (): Reply => ({ status: 204 });
+      const reply = () => ({ status: 204 });
       await deleteSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();
     },
@@ -112,7 +112,7 @@ export const webhookRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Subscription }) },
     handler: async (ctx) => {
-      const reply = (data: unknown): Reply => ({ status: 200, body: { data } });
+      const reply = (data: Static<typeof SubscriptionResponse>) => ({ status: 200, body: { data } });
       return reply(await enableSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.params.id,
         ctx.deps.config.webhookAllowInsecure, ctx.idempotent(reply)));
     },

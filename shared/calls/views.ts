@@ -139,3 +139,32 @@ export function endEvents(c: CallRow): { eventType: string; data: Record<string,
   out.push({ eventType: 'phone_call.ended', data: callEventPayload(c) });
   return out;
 }
+
+export const TranscriptResponse = Type.Object({
+  call_id: Type.String({ description: 'The call id.' }),
+  status: Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('unavailable')],
+    { description: 'available; pending while the call is live; unavailable when there will be none.' }),
+  reason: Nullable(Type.String(), 'Why there is none: in_progress, not_answered, not_recorded (a bridge call without record), not_available (the carrier produced none); null when available.'),
+  language: Nullable(Type.String(), 'BCP 47 language of the transcript; null when there is none.'),
+  turns: Type.Array(Type.Object({
+    speaker: Type.String({ description: 'agent, caller (your side of a bridge) or callee (the called party).' }),
+    text: Type.String({ description: 'What was said.' }),
+    offset_seconds: Type.Number({ description: 'Seconds from the answer to the start of the turn.' }),
+  }, { description: 'One turn of the conversation.' }), { description: 'The conversation, in order; empty when there is none.' }),
+  analysis: Nullable(Type.Object({}, { additionalProperties: true }), 'summary, sentiment (positive, neutral, negative), '
+    + 'turn_count, talk_seconds, ended_by and keywords; null when there is no transcript.'),
+}, { description: 'The transcript.' });
+
+type TranscriptColumn = { language: string; turns: Static<typeof TranscriptResponse>['turns']; analysis: Record<string, unknown> };
+
+/** GET /v1/calls/{id}/transcript: the transcript, or why there is none (in_progress, not_answered, not_recorded,
+ *  not_available). */
+export function transcriptView(c: CallRow): Static<typeof TranscriptResponse> {
+  const t = c.transcript as TranscriptColumn | null;
+  const reason = t ? null : !c.ended_at ? 'in_progress' : !c.picked_up ? 'not_answered'
+    : c.type !== 'ai' && !c.record ? 'not_recorded' : 'not_available';
+  return {
+    call_id: c.id, status: t ? 'available' : reason === 'in_progress' ? 'pending' : 'unavailable', reason,
+    language: t?.language ?? null, turns: t?.turns ?? [], analysis: t?.analysis ?? null,
+  };
+}

@@ -51,7 +51,7 @@ const widgets: Plugin = (routes) => {
     handler: async (ctx) => {
       executions.set(ctx.body.name, ran(ctx.body.name) + 1);
       if (ctx.body.wait) await gate;
-      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: { id: a.id, created_by: ctx.requestId } } });
+      const reply = (a: AgentRow) => ({ status: 201, body: { data: { id: a.id, created_by: ctx.requestId } } });
       return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, { name: ctx.body.name }, ctx.idempotent(reply)));
     },
   });
@@ -75,7 +75,7 @@ const uniqueAgents: Plugin = (routes) => {
       const taken = await ctx.deps.db.oneOrNone('SELECT id FROM agents WHERE organization_id = $1 AND name = $2 AND deleted_at IS NULL',
         [ctx.principal.organizationId, ctx.body.name]);
       if (taken) throw new DomainError('subscription_exists', `${ctx.body.name} exists.`, { fields: { name: 'exists' } });
-      const reply = (a: AgentRow): Reply => ({ status: 201, body: { data: { id: a.id } } });
+      const reply = (a: AgentRow) => ({ status: 201, body: { data: { id: a.id } } });
       return reply(await createAgent(ctx.deps.db, ctx.principal.organizationId, { name: ctx.body.name }, ctx.idempotent(reply)));
     },
   });

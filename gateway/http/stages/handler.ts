@@ -52,7 +52,7 @@ class HandlerContext {
   get clientAddress(): string { return this.x.inc.remote; }
 
   /** See Ctx.idempotent. */
-  idempotent<T>(reply: (result: T) => Reply): WithinTx<T> | undefined {
+  idempotent<T, B>(reply: (result: T) => Reply<B>): WithinTx<T> | undefined {
     const claim = this.claim;
     if (!claim) return undefined;
     return (tx: Tx, result: T) => claim.recordInTx(tx, serialize(reply(result)));
