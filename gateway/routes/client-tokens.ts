@@ -2,7 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { CLIENT_TOKEN_DEFAULT_TTL, CLIENT_TOKEN_MAX_TTL, CLIENT_TOKEN_MIN_TTL } from '../../shared/tokens/client-token.ts';
 import { mintClientToken } from '../../shared/tokens/mint.ts';
+import { ClientTokenResponse } from '../../shared/tokens/schemas.ts';
 import { issueRoomToken, issueWebrtcTicket } from '../../shared/tickets/issue.ts';
+import { RoomTokenResponse, WebrtcTicketResponse } from '../../shared/tickets/schemas.ts';
 import type { Plugin } from '../http/types.ts';
 
 const E164 = (description: string) => Type.String({ maxLength: 32, description });
@@ -43,13 +45,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     }, { additionalProperties: false }),
     response: {
       status: 201, description: 'The token (shown once; nothing is stored).',
-      schema: Type.Object({ data: Type.Object({
-        token: Type.String({ description: 'olct_… ; send as "Authorization: Bearer <token>".' }),
-        expires_in: Type.Integer({ description: 'Seconds until the token expires.' }),
-        from_numbers: Type.Array(Type.String(), { description: 'The caller IDs the token may use.' }),
-        to_numbers: Type.Array(Type.String(), { description: 'The destinations the token may call; empty: any within the key\'s ceiling.' }),
-        scopes: Type.Array(Type.String(), { description: 'The token\'s scopes.' }),
-      }, { description: 'The minted token.' }) }),
+      schema: Type.Object({ data: ClientTokenResponse }),
     },
     errors: ['forbidden', 'call_id_not_verified', 'caller_id_held_elsewhere', 'idempotency_conflict'],
     handler: async ({ deps, principal, body }) => {
@@ -73,10 +69,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     body: BrowserCall,
     response: {
       status: 201,
-      schema: Type.Object({ data: Type.Object({
-        token: Type.String({ description: 'olwt_… ; single use, send it in the first WebSocket message.' }),
-        call_id: Type.String({ format: 'uuid', description: 'The browser call\'s id (GET /v1/calls/{id}).' }),
-      }, { description: 'The ticket and its call.' }) }),
+      schema: Type.Object({ data: WebrtcTicketResponse }),
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>
@@ -97,11 +90,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
     body: BrowserCall,
     response: {
       status: 201,
-      schema: Type.Object({ data: Type.Object({
-        token: Type.String({ description: 'A LiveKit access token (JWT) granting join to this call\'s room only.' }),
-        room_url: Type.String({ description: 'Where to join: the LiveKit URL, or this platform\'s softphone WebSocket with the sandbox carrier.' }),
-        call_id: Type.String({ format: 'uuid', description: 'The call\'s id (GET /v1/calls/{id}).' }),
-      }, { description: 'The room token and its call.' }) }),
+      schema: Type.Object({ data: RoomTokenResponse }),
     },
     errors: [...CALL_ERRORS],
     handler: async ({ deps, principal, body }) =>

@@ -4,85 +4,39 @@ import { PolicyResponse, WeekdaySchema } from '../../shared/compliance/schemas.t
 import { isTimeZone } from '../../shared/compliance/timezone.ts';
 import { addConsent, consentView, listConsents, revokeConsent, type ConsentRow } from '../../shared/contacts/consents.ts';
 import {
-  callHistory, contactView, createContact, deleteContact, getContact, listContacts, updateContact, type ContactRow,
+  callHistory, contactDetailView, contactView, createContact, deleteContact, getContact, listContacts, updateContact, type ContactRow,
 } from '../../shared/contacts/contacts.ts';
 import { addDnc, dncView, isOnDnc, listDnc, removeDnc, type DncRow } from '../../shared/contacts/dnc.ts';
 import { listOptOuts, optIn, optOut, optOutView, type OptOutRow } from '../../shared/contacts/opt-outs.ts';
+import {
+  ChannelSchema, ConsentResponse, ContactDetailResponse, ContactResponse, DncResponse, OptOutResponse,
+} from '../../shared/contacts/schemas.ts';
 import { validationError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { isE164 } from '../../shared/phone/e164.ts';
-import type { Plugin, Reply } from '../http/types.ts';
+import type { Plugin } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 // Contacts (consents, opt-outs, call history) and call compliance (the Do-Not-Call list, the policy). The rules
 // themselves live in shared/compliance; these handlers only read and write their inputs.
 
-const E164 = (description: string) => Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description });
+const E164 = (description?: string) => Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description });
 const ISO = (description: string) => Type.String({ format: 'date-time', description });
-const Channel = (description: string) => Type.Union([Type.Literal('call'), Type.Literal('sms')], { description });
 
+const described = ContactResponse.properties;
 const fields = {
-  phone_number: E164('The contact\'s phone number in E.164 form; one live contact per number.'),
-  name: Type.String({ maxLength: 200, description: 'The contact\'s name (may be empty).' }),
-  timezone: Nullable(Type.String({ minLength: 1, maxLength: 64 }), 'IANA time zone of the contact (e.g. America/Chicago): the '
-    + 'calling window is evaluated in it; null: the zones of the number\'s area code or country.'),
+  phone_number: E164(described.phone_number.description),
+  name: Type.String({ maxLength: 200, description: described.name.description }),
+  timezone: Nullable(Type.String({ minLength: 1, maxLength: 64 }), described.timezone.description),
   tags: Type.Array(Type.String({ minLength: 1, maxLength: 64, description: 'A tag.' }),
-    { maxItems: 50, uniqueItems: true, description: 'Free-form labels; GET /v1/contacts?tag= filters by one.' }),
+    { maxItems: 50, uniqueItems: true, description: described.tags.description }),
 };
 
-const Contact = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The contact id.' }),
-  phone_number: Type.String({ description: fields.phone_number.description }),
-  name: Type.String({ description: fields.name.description }),
-  timezone: Nullable(Type.String(), fields.timezone.description),
-  tags: Type.Array(Type.String({ description: 'A tag.' }), { description: fields.tags.description }),
-  created_at: ISO('When the contact was created.'),
-  updated_at: ISO('When the contact was last changed.'),
-}, { description: 'A contact.' });
-
-const ContactDetail = Type.Object({
-  ...Contact.properties,
-  call_history: Type.Object({
-    total: Type.Integer({ description: 'Calls the organization placed to the number.' }),
-    answered: Type.Integer({ description: 'Of those, calls a person picked up.' }),
-    last_24_hours: Type.Integer({ description: 'Calls placed in the last 24 hours.' }),
-    last_30_days: Type.Integer({ description: 'Calls placed in the last 30 days.' }),
-    last_called_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was last called; null: never.'),
-  }, { description: 'How often the organization called the contact\'s number.' }),
-  opted_out: Type.Object({
-    call: Type.Boolean({ description: 'The number opted out of calls (calls answer recipient_opted_out).' }),
-    sms: Type.Boolean({ description: 'The number opted out of SMS.' }),
-  }, { description: 'The number\'s live opt-outs.' }),
-  on_dnc: Type.Boolean({ description: 'The number is on the organization\'s Do-Not-Call list.' }),
-}, { description: 'A contact with its call history counts and compliance state.' });
-
-const Consent = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The consent record id.' }),
-  contact_id: Type.String({ format: 'uuid', description: 'The contact it belongs to.' }),
-  channel: Channel('What the consent covers: call or sms.'),
-  source: Type.String({ description: 'Where the consent was captured (a web form, a recorded call, a signed paper form ...).' }),
-  status: Type.Union([Type.Literal('active'), Type.Literal('revoked')], { description: 'active, or revoked (kept as evidence).' }),
-  captured_at: ISO('When the person gave consent.'),
-  revoked_at: Nullable(Type.String({ format: 'date-time' }), 'When the consent was revoked; null while active.'),
-  created_at: ISO('When the record was stored.'),
-}, { description: 'A consent record.' });
-
-const OptOut = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The opt-out record id.' }),
-  phone_number: Type.String({ description: 'The number that opted out.' }),
-  channel: Channel('The channel opted out of: call or sms.'),
-  source: Type.String({ description: 'How the opt-out was recorded (api, sms_stop for an SMS STOP reply, ...).' }),
-  status: Type.Union([Type.Literal('active'), Type.Literal('revoked')], { description: 'active (in force), or revoked (opted back in).' }),
-  created_at: ISO('When the number opted out.'),
-  revoked_at: Nullable(Type.String({ format: 'date-time' }), 'When the number opted back in; null while in force.'),
-}, { description: 'An opt-out record.' });
-
-const Dnc = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The entry id.' }),
-  phone_number: Type.String({ description: 'The listed number (E.164).' }),
-  reason: Type.String({ description: 'Why it was listed (free text; may be empty).' }),
-  created_at: ISO('When it was listed.'),
-}, { description: 'A number on the organization\'s Do-Not-Call list.' });
+const Contact = ContactResponse;
+const ContactDetail = ContactDetailResponse;
+const Consent = ConsentResponse;
+const OptOut = OptOutResponse;
+const Dnc = DncResponse;
 
 const Weekday = WeekdaySchema;
 const HHMM = (description: string) => Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description });
@@ -135,7 +89,7 @@ const ConsentParams = Type.Object({
   id: Type.String({ description: 'The contact id (uuid).' }),
   consent_id: Type.String({ description: 'The consent record id (uuid).' }),
 });
-const OptOutParams = Type.Object({ id: Type.String({ description: 'The contact id (uuid).' }), channel: Channel('The channel to opt back in to.') });
+const OptOutParams = Type.Object({ id: Type.String({ description: 'The contact id (uuid).' }), channel: ChannelSchema('The channel to opt back in to.') });
 const DncParams = Type.Object({ phone_number: E164('The listed number in E.164 form (URL-encode the +, as %2B).') });
 
 function checkTimezone(tz: string | null | undefined) {
@@ -190,8 +144,7 @@ export const contactRoutes: Plugin = (routes) => {
         listOptOuts(deps.db, principal.organizationId, c.phone_number),
         isOnDnc(deps.db, principal.organizationId, c.phone_number),
       ]);
-      const live = (ch: string) => outs.some((o) => o.channel === ch && !o.revoked_at);
-      return { status: 200, body: { data: { ...contactView(c), call_history: history, opted_out: { call: live('call'), sms: live('sms') }, on_dnc: dnc } } };
+      return { status: 200, body: { data: contactDetailView(c, history, outs, dnc) } };
     },
   });
   routes.add({
@@ -230,7 +183,7 @@ export const contactRoutes: Plugin = (routes) => {
       + 'captured_at (default now; never in the future). With consent_required on, a call needs a live call consent.',
     examples: { request: { channel: 'call', source: CONSENT.source, captured_at: CONSENT.captured_at }, response: { data: CONSENT } },
     params: IdParams,
-    body: Type.Object({ channel: Channel('What the consent covers: call or sms.'),
+    body: Type.Object({ channel: ChannelSchema('What the consent covers: call or sms.'),
       source: Type.String({ minLength: 1, maxLength: 200, description: 'Where the consent was captured.' }),
       captured_at: Type.Optional(ISO('When the person gave consent (default now).')) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Consent }) },
@@ -280,7 +233,7 @@ export const contactRoutes: Plugin = (routes) => {
       + 'or texted (channel sms). 201 with the new record; 200 with the record in force when the number is already opted out.',
     examples: { request: { channel: 'call', source: 'api' }, response: { data: OPT_OUT } },
     params: IdParams,
-    body: Type.Object({ channel: Channel('The channel to opt out of: call or sms.'),
+    body: Type.Object({ channel: ChannelSchema('The channel to opt out of: call or sms.'),
       source: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'How the request was received (default api).' })) },
     { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: OptOut }), also: { 200: 'The number was already opted out: the record in force.' } },

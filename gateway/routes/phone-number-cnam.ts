@@ -3,8 +3,9 @@ import { CNAM_MAX_LENGTH, CNAM_PUNCTUATION } from '../../shared/cnam/rules.ts';
 import { SANDBOX_RESERVED_WORDS } from '../../shared/cnam/provider.ts';
 import { setCnam } from '../../shared/cnam/registration.ts';
 import { numberDetailView, type LifecycleRow } from '../../shared/numbers/lifecycle.ts';
-import type { Plugin, Reply } from '../http/types.ts';
-import { DETAIL_EXAMPLE, IdParams, PhoneNumberDetail } from './phone-number-lifecycle.ts';
+import { PhoneNumberDetailResponse } from '../../shared/numbers/schemas.ts';
+import type { Plugin } from '../http/types.ts';
+import { DETAIL_EXAMPLE, IdParams } from './phone-number-lifecycle.ts';
 
 // Configuring a held number: its label, its caller name (CNAM; rules in shared/cnam) and its inbound routing.
 export const phoneNumberCnamRoutes: Plugin = (routes) => {
@@ -28,7 +29,7 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
       inbound: Type.Optional(Type.Union([Type.Literal('softphone'), Type.Literal('reject')], { description: 'What answers inbound '
         + 'calls (CARRIER=sip): softphone rings the browsers listening for the number, reject answers 480 (docs/reference/numbers.md).' })),
     }, { additionalProperties: false, minProperties: 1 }),
-    response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
+    response: { status: 200, schema: Type.Object({ data: PhoneNumberDetailResponse }) },
     errors: ['cnam_number_released'],
     handler: async (ctx) => {
       const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });

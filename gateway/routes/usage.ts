@@ -1,34 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { validationError } from '../../shared/errors.ts';
+import { UsagePeriodResponse, UsageSummaryResponse } from '../../shared/usage/schemas.ts';
 import { usageByPeriod, usageSummary, type Granularity } from '../../shared/usage/usage.ts';
 import type { Plugin } from '../http/types.ts';
-import { Nullable } from './schemas.ts';
 
 // Usage and spend reads (shared/usage): the same rows the daily spend cap counts.
 
-const ByPath = (what: string) => Type.Object({
-  total: Type.Number({ description: `All ${what}.` }),
-  bridge: Type.Number({ description: `${what} of bridge calls (POST /v1/calls/dial).` }),
-  ai: Type.Number({ description: `${what} of AI calls (POST /v1/calls).` }),
-  webrtc: Type.Number({ description: `${what} of browser calls, path A (POST /v1/webrtc-token).` }),
-  room: Type.Number({ description: `${what} of browser calls, path B (POST /v1/room-token).` }),
-  inbound: Type.Number({ description: `${what} of inbound calls (calls to your numbers).` }),
-}, { description: `${what} by calling path.` });
-
-const Period = Type.Object({
-  period: Type.String({ description: 'The UTC day (YYYY-MM-DD) or month (YYYY-MM).' }),
-  calls: ByPath('Calls placed'),
-  minutes: ByPath('Billed minutes'),
-  sms_segments: Type.Integer({ description: 'SMS segments charged.' }),
-  reputation_checks: Type.Integer({ description: 'Paid reputation checks charged.' }),
-  spend_cents: Type.Object({
-    total: Type.Integer({ description: 'Settled spend: the number the daily spend cap counts (calls and charges).' }),
-    calls: Type.Integer({ description: 'Cost of calls that ended.' }),
-    sms: Type.Integer({ description: 'SMS charges.' }),
-    reputation_checks: Type.Integer({ description: 'Paid reputation check charges.' }),
-    remediation: Type.Integer({ description: 'Remediation charges.' }),
-  }, { description: 'Spend in cents.' }),
-}, { description: 'Usage of one day or month.' });
+const Period = UsagePeriodResponse;
 
 const byPath = (total: number, bridge: number, ai: number, webrtc: number, room: number, inbound = 0) => ({ total, bridge, ai, webrtc, room, inbound });
 const DAY_EXAMPLE = {
@@ -87,20 +65,7 @@ export const usageRoutes: Plugin = (routes) => {
         spend_cap: { daily_cap_cents: 10000, today_cents: 158, remaining_today_cents: 9842 },
       } },
     },
-    response: { status: 200, schema: Type.Object({ data: Type.Object({
-      today: Period, month: Period,
-      plan: Type.Object({
-        subscription_active: Type.Boolean({ description: 'Whether calls may be placed (inactive: 402 no_active_subscription).' }),
-        included_voice_minutes: Nullable(Type.Integer(), 'Billed minutes included per UTC month; null: no limit.'),
-        used_voice_minutes: Type.Number({ description: 'Billed minutes of calls placed this month that ended.' }),
-        remaining_voice_minutes: Nullable(Type.Number(), 'Minutes left (0: calls answer 402 voice_usage_exhausted); null: no limit.'),
-      }, { description: 'The organization\'s plan.' }),
-      spend_cap: Type.Object({
-        daily_cap_cents: Type.Integer({ description: 'The daily spend cap.' }),
-        today_cents: Type.Integer({ description: 'Settled spend today (UTC).' }),
-        remaining_today_cents: Type.Integer({ description: 'What is left of the cap today, before calls in progress.' }),
-      }, { description: 'The daily spend cap.' }),
-    }, { description: 'The summary.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: UsageSummaryResponse }) },
     handler: async ({ deps, principal }) =>
       ({ status: 200, body: { data: await usageSummary(deps.db, principal.organizationId, new Date(deps.clock.now())) } }),
   });

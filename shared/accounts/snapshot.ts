@@ -6,6 +6,7 @@ import type { Keyer } from '../redis.ts';
 import { reportRedisErrors } from '../unavailable.ts';
 import type { Logger } from '../log.ts';
 import type { Principal } from './principal.ts';
+import { accountSnapshotView } from './views.ts';
 
 // GET /v1/account is the hottest authenticated read. Its organization/user part and its footprint are kept in
 // memory per process and dropped when they change: triggers NOTIFY ol_account with the organization id on every
@@ -23,12 +24,12 @@ const UNWATCHED_IDENTITY_TTL_MS = 5_000;
 const WATCHED_IDENTITY_TTL_MS = 10 * 60_000;
 const MAX_ENTRIES = 100_000;
 
-interface Identity {
+export interface Identity {
   plan: string;
   user: { id: string; email: string; name: string | null } | null;
   organization: { id: string; name: string; slug: string };
 }
-interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number; own_brand_enterprise: boolean }
+export interface Footprint { phone_numbers: number; enrolled_reputation_numbers: number; own_brand_enterprise: boolean }
 
 interface IdentityEntry { value: Promise<Identity>; resolved: Identity | null; expires: number }
 
@@ -222,19 +223,7 @@ export function accountSnapshotDocument(db: Db, p: Principal): Buffer | Promise<
 function snapshotDocument(p: Principal, identity: Identity, footprint: Footprint): Buffer {
   const kept = documents.get(p);
   if (kept && kept.identity === identity && kept.footprint === footprint) return kept.document;
-  const snapshot = {
-    api_key_id: p.keyId,
-    plan: identity.plan,
-    user: identity.user,
-    organization: identity.organization,
-    footprint: {
-      phone_numbers: footprint.phone_numbers,
-      enrolled_reputation_numbers: footprint.enrolled_reputation_numbers,
-      own_brand_enterprise: footprint.own_brand_enterprise,
-    },
-    is_demo: p.isDemo,
-  };
-  const document = Buffer.from(JSON.stringify({ data: snapshot }));
+  const document = Buffer.from(JSON.stringify({ data: accountSnapshotView(p, identity, footprint) }));
   documents.set(p, { identity, footprint, document });
   return document;
 }

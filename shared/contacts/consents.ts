@@ -1,10 +1,12 @@
 // Consent records of a contact, per channel (call, sms): where the consent came from and when it was captured.
 // Revoking keeps the record (revoked_at) as evidence; a call needs a live call consent only when the
 // organization's policy requires consent (shared/compliance).
+import type { Static } from '@sinclair/typebox';
 import { writeWithin, type Db, type WithinTx } from '../db.ts';
 import { DomainError, notFound, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { getContact } from './contacts.ts';
+import type { ConsentResponse } from './schemas.ts';
 
 export type Channel = 'call' | 'sms';
 
@@ -12,7 +14,7 @@ export interface ConsentRow {
   id: string; contact_id: string; channel: Channel; source: string; captured_at: Date; revoked_at: Date | null; created_at: Date;
 }
 
-export const consentView = (c: ConsentRow) => ({
+export const consentView = (c: ConsentRow): Static<typeof ConsentResponse> => ({
   id: c.id, contact_id: c.contact_id, channel: c.channel, source: c.source,
   status: c.revoked_at ? 'revoked' as const : 'active' as const,
   captured_at: c.captured_at.toISOString(), revoked_at: c.revoked_at ? c.revoked_at.toISOString() : null,

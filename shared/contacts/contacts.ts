@@ -1,11 +1,14 @@
 // Contacts: the organization's people, one live contact per phone number, with an optional IANA timezone (the
 // calling window's local time, before the number's own zones) and tags. Creating one fires contact_created through
 // the outbox in the same transaction. Deleting keeps the row (deleted_at): consent records refer to it.
+import type { Static } from '@sinclair/typebox';
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
+import type { OptOutRow } from './opt-outs.ts';
+import type { ContactDetailResponse, ContactResponse } from './schemas.ts';
 
 export interface ContactRow {
   id: string;
@@ -20,7 +23,7 @@ export interface ContactRow {
 
 export interface ContactInput { phone_number: string; name?: string; timezone?: string | null; tags?: string[] }
 
-export const contactView = (c: ContactRow) => ({
+export const contactView = (c: ContactRow): Static<typeof ContactResponse> => ({
   id: c.id,
   phone_number: c.phone_number,
   name: c.name,
@@ -29,6 +32,14 @@ export const contactView = (c: ContactRow) => ({
   created_at: c.created_at.toISOString(),
   updated_at: c.updated_at.toISOString(),
 });
+
+type ContactDetail = Static<typeof ContactDetailResponse>;
+
+/** The contact with its call history counts, the number's live opt-outs (of all its opt-out records) and its DNC state. */
+export const contactDetailView = (c: ContactRow, history: ContactDetail['call_history'], optOuts: OptOutRow[], onDnc: boolean): ContactDetail => {
+  const live = (ch: OptOutRow['channel']) => optOuts.some((o) => o.channel === ch && !o.revoked_at);
+  return { ...contactView(c), call_history: history, opted_out: { call: live('call'), sms: live('sms') }, on_dnc: onDnc };
+};
 
 const exists = (phone: string, id: string) => new DomainError('contact_exists', `A contact with phone_number ${phone} already exists.`,
   { fields: { phone_number: `is already the number of contact ${id}`, conflicts_with: id } });
@@ -106,7 +117,7 @@ export async function listContacts(db: Db, organizationId: string, f: ContactFil
 }
 
 /** How often the organization called the contact's number, and when last. */
-export async function callHistory(db: Db, organizationId: string, phone: string, now = new Date()) {
+export async function callHistory(db: Db, organizationId: string, phone: string, now = new Date()): Promise<ContactDetail['call_history']> {
   const r = await db.one<{ total: number; answered: number; last_24h: number; last_30d: number; last: Date | null }>(
     `SELECT count(*)::int AS total, count(*) FILTER (WHERE picked_up)::int AS answered,
             count(*) FILTER (WHERE created_at > $3::timestamptz - interval '24 hours')::int AS last_24h,

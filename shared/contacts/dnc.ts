@@ -1,13 +1,15 @@
 // The organization's internal Do-Not-Call list: a listed number is never called (dnc_suppressed), whatever the
 // policy. Removing keeps the row (removed_at) as history.
+import type { Static } from '@sinclair/typebox';
 import { writeWithin, type Db, type WithinTx } from '../db.ts';
 import { notFound } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
+import type { DncResponse } from './schemas.ts';
 
 export interface DncRow { id: string; phone_number: string; reason: string; created_at: Date }
 
-export const dncView = (d: DncRow) => ({ id: d.id, phone_number: d.phone_number, reason: d.reason, created_at: d.created_at.toISOString() });
+export const dncView = (d: DncRow): Static<typeof DncResponse> => ({ id: d.id, phone_number: d.phone_number, reason: d.reason, created_at: d.created_at.toISOString() });
 
 const COLS = 'id, phone_number, reason, created_at';
 

@@ -8,13 +8,15 @@
 //   handed to the carrier before the opt-out commits, or sees it and is not sent;
 // - created_at and revoked_at are the moment after that lock (clock_timestamp(), not the transaction's start): an
 //   opt-out's created_at is later than the sent_at of every message handed over before it.
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { stateConflict } from '../errors.ts';
 import type { Channel } from './consents.ts';
+import type { OptOutResponse } from './schemas.ts';
 
 export interface OptOutRow { id: string; phone_number: string; channel: Channel; source: string; created_at: Date; revoked_at: Date | null }
 
-export const optOutView = (o: OptOutRow) => ({
+export const optOutView = (o: OptOutRow): Static<typeof OptOutResponse> => ({
   id: o.id, phone_number: o.phone_number, channel: o.channel, source: o.source,
   status: o.revoked_at ? 'revoked' as const : 'active' as const,
   created_at: o.created_at.toISOString(), revoked_at: o.revoked_at ? o.revoked_at.toISOString() : null,

@@ -2,12 +2,14 @@
 // through the same guardrails as the dial path (placeCall: destinations, key ceiling, demo allowlist, call rate,
 // spend cap, one channel), record it QUEUED with organization, issuing user, from and to, store the ticket's hash
 // and schedule the cleanup deadline. Path A dials when the ticket is redeemed; path B dials at once.
+import type { Static } from '@sinclair/typebox';
 import type { Principal } from '../accounts/principal.ts';
 import type { Config } from '../config.ts';
 import { placeCall } from '../calls/place.ts';
 import type { CallRuntime } from '../calls/runtime.ts';
 import { mintRoomToken } from '../tokens/room-token.ts';
 import { scheduleTicketCleanup } from './queue.ts';
+import type { RoomTokenResponse, WebrtcTicketResponse } from './schemas.ts';
 import { insertTicket, newTicket, type TicketKind } from './tickets.ts';
 
 export interface BrowserCallRequest { from_number?: string; to_number?: string }
@@ -21,7 +23,7 @@ export const softphoneUrl = (config: Config) =>
 export const roomUrl = (config: Config) =>
   config.livekit ? config.livekit.url.replace(/^http(s?):/, 'ws$1:') : softphoneUrl(config);
 
-export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: BrowserCallRequest) {
+export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: BrowserCallRequest): Promise<Static<typeof WebrtcTicketResponse>> {
   const { call } = await placeCall(rt, p, {
     type: 'webrtc', from: req.from_number, to: req.to_number, record: false, names: { from: 'from_number', to: 'to_number' },
   });
@@ -30,7 +32,7 @@ export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: Brow
   return { token, call_id: call.id };
 }
 
-export async function issueRoomToken(rt: CallRuntime, p: Principal, req: BrowserCallRequest) {
+export async function issueRoomToken(rt: CallRuntime, p: Principal, req: BrowserCallRequest): Promise<Static<typeof RoomTokenResponse>> {
   // Signed before the call is placed so a key problem never leaves a placed call behind.
   const keys = await rt.deps.tokenKeys.roomKeyPair();
   const { call } = await placeCall(rt, p, {

@@ -1,6 +1,7 @@
 // POST /v1/client-tokens: the rules of minting. Every caller ID must be an active number the organization holds
 // (or a verified caller ID, shared/caller-ids/standing.ts) and inside the minting key's ceiling; every destination inside the ceiling; the scopes a subset of the key's
 // (never tokens:mint). Checked in full before anything is signed.
+import type { Static } from '@sinclair/typebox';
 import type { Principal } from '../accounts/principal.ts';
 import { verifiedCallerIds } from '../caller-ids/standing.ts';
 import type { Db } from '../db.ts';
@@ -10,6 +11,7 @@ import { isScope, type Scope } from '../scopes.ts';
 import {
   CLIENT_TOKEN_DEFAULT_SCOPES, CLIENT_TOKEN_DEFAULT_TTL, NEVER_DELEGATED, type ClientTokenSigner,
 } from './client-token.ts';
+import type { ClientTokenResponse } from './schemas.ts';
 
 export interface MintRequest {
   from_numbers: string[];
@@ -18,13 +20,7 @@ export interface MintRequest {
   scopes?: string[];
 }
 
-export interface Minted {
-  token: string;
-  expires_in: number;
-  from_numbers: string[];
-  to_numbers: string[];
-  scopes: Scope[];
-}
+export type Minted = Static<typeof ClientTokenResponse>;
 
 export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Principal, req: MintRequest, nowMs = Date.now()): Promise<Minted> {
   const from = [...new Set(req.from_numbers)];

@@ -2,8 +2,10 @@
 // cost, on the UTC day they were admitted, like org_daily_spend), spend_charges (SMS segments, paid reputation
 // checks, remediation) and org_daily_spend itself (the settled total the guardrail reads). Nothing is counted twice
 // or kept elsewhere.
+import type { Static } from '@sinclair/typebox';
 import type { Db } from '../db.ts';
 import type { CallType } from '../calls/model.ts';
+import type { UsagePeriodResponse, UsageSummaryResponse } from './schemas.ts';
 
 /** Billed leg-minutes of a call row `c`: every started minute of every answered leg (a bridge pays for both legs),
  *  as its cost counts them (shared/calls/pricing.ts); 0 until the call ends. */
@@ -21,14 +23,8 @@ export const PATHS: CallType[] = ['bridge', 'ai', 'webrtc', 'room', 'inbound'];
 
 export type Granularity = 'day' | 'month';
 
-export interface UsagePeriod {
-  period: string;
-  calls: Record<CallType | 'total', number>;
-  minutes: Record<CallType | 'total', number>;
-  sms_segments: number;
-  reputation_checks: number;
-  spend_cents: { total: number; calls: number; sms: number; reputation_checks: number; remediation: number };
-}
+/** One day's or month's usage as the API answers it (calls and minutes by CallType, plus total). */
+export type UsagePeriod = Static<typeof UsagePeriodResponse>;
 
 const emptyByPath = () => ({ total: 0, bridge: 0, ai: 0, webrtc: 0, room: 0, inbound: 0 });
 const empty = (period: string): UsagePeriod => ({
@@ -90,12 +86,7 @@ export function periods(from: string, to: string, g: Granularity): string[] {
   return out;
 }
 
-export interface UsageSummary {
-  today: UsagePeriod;
-  month: UsagePeriod;
-  plan: { subscription_active: boolean; included_voice_minutes: number | null; used_voice_minutes: number; remaining_voice_minutes: number | null };
-  spend_cap: { daily_cap_cents: number; today_cents: number; remaining_today_cents: number };
-}
+export type UsageSummary = Static<typeof UsageSummaryResponse>;
 
 export async function usageSummary(db: Db, organizationId: string, now: Date): Promise<UsageSummary> {
   const today = now.toISOString().slice(0, 10);

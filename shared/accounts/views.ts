@@ -1,0 +1,71 @@
+// The account as the API shows it: the snapshot (GET /v1/account) and the calling identity (GET /v1/me), their
+// response schemas and the views that build them.
+import { Type, type Static } from '@sinclair/typebox';
+import type { Principal } from './principal.ts';
+import type { Footprint, Identity } from './snapshot.ts';
+
+const Uuid = (description: string) => Type.String({ format: 'uuid', description });
+
+const userFields = () => ({
+  id: Uuid('The user id.'),
+  email: Type.String({ description: 'The user\'s email address.' }),
+  name: Type.Union([Type.String(), Type.Null()], { description: 'The user\'s display name, if set.' }),
+});
+const orgFields = () => ({
+  id: Uuid('The organization id.'),
+  name: Type.String({ description: 'The organization\'s display name.' }),
+  slug: Type.String({ description: 'The organization\'s short URL-safe name.' }),
+});
+
+export const AccountSnapshotResponse = Type.Object({
+  api_key_id: Type.String({ description: 'Id of the credential that made the request.' }),
+  plan: Type.String({ description: 'The organization\'s plan.' }),
+  user: Type.Union([Type.Null(), Type.Object(userFields(), { additionalProperties: false })],
+    { description: 'The user the key belongs to; null for a key of the organization alone.' }),
+  organization: Type.Union([Type.Null(), Type.Object(orgFields(), { additionalProperties: false })],
+    { description: 'The organization the credential belongs to.' }),
+  footprint: Type.Object({
+    phone_numbers: Type.Number({ description: 'Numbers the organization holds now (PROVISIONING and ACTIVE).' }),
+    enrolled_reputation_numbers: Type.Number({ description: 'Held numbers enrolled in reputation monitoring.' }),
+    own_brand_enterprise: Type.Boolean({ description: 'Whether the organization has its own approved enterprise registration.' }),
+  }, { additionalProperties: false, description: 'Live counts of what the organization holds.' }),
+  is_demo: Type.Boolean({ description: 'A demo key: 120 requests per minute and an allowlist of destinations.' }),
+}, { additionalProperties: false, description: 'The account snapshot.' });
+
+export const MeResponse = Type.Object({
+  user: Type.Union([Type.Null(), Type.Object(userFields())], { description: 'The user the credential belongs to, if any.' }),
+  organization: Type.Object(orgFields(), { description: 'The credential\'s organization.' }),
+  api_key: Type.Object({
+    id: Type.String({ description: 'The credential id (an API key id, or the minting key\'s id for a client token).' }),
+    kind: Type.String({ description: 'api_key or client_token.' }),
+    is_demo: Type.Boolean({ description: 'Whether this is a demo key.' }),
+    allowed_from: Type.Array(Type.String(), { description: 'Caller IDs (E.164) the credential may use; empty: any number of the organization.' }),
+    allowed_to: Type.Array(Type.String(), { description: 'Destinations (E.164) the credential may call; empty: any.' }),
+    rate_limit_per_minute: Type.Integer({ description: 'Requests per minute allowed for this credential.' }),
+  }, { description: 'The credential that made the request.' }),
+  scopes: Type.Array(Type.String(), { description: 'The credential\'s scopes, sorted.' }),
+}, { description: 'The authenticated identity.' });
+
+/** The snapshot of GET /v1/account: exactly the schema's fields, in its order (the document is kept encoded). */
+export const accountSnapshotView = (p: Principal, identity: Identity, footprint: Footprint): Static<typeof AccountSnapshotResponse> => ({
+  api_key_id: p.keyId,
+  plan: identity.plan,
+  user: identity.user,
+  organization: identity.organization,
+  footprint: {
+    phone_numbers: footprint.phone_numbers,
+    enrolled_reputation_numbers: footprint.enrolled_reputation_numbers,
+    own_brand_enterprise: footprint.own_brand_enterprise,
+  },
+  is_demo: p.isDemo,
+});
+
+export const meView = (p: Principal, identity: Identity): Static<typeof MeResponse> => ({
+  user: identity.user,
+  organization: identity.organization,
+  api_key: {
+    id: p.keyId, kind: p.kind, is_demo: p.isDemo, allowed_from: [...p.allowedFrom], allowed_to: [...p.allowedTo],
+    rate_limit_per_minute: p.rateLimit,
+  },
+  scopes: [...p.scopes].sort(),
+});
