@@ -1,73 +1,23 @@
 import { Type } from '@sinclair/typebox';
-import { BUSINESS_TYPES, type BusinessDetails } from '../../shared/caller-trust/enterprise/details.ts';
-import { VALID_EIN_PREFIXES } from '../../shared/caller-trust/enterprise/ein.ts';
+import type { BusinessDetails } from '../../shared/caller-trust/enterprise/details.ts';
 import { pdfPageCount } from '../../shared/caller-trust/enterprise/loa-pdf.ts';
 import {
-  createRegistration, deleteRegistration, generateLoa, getRegistration, loaDocument, signAndSubmit, STATUSES,
+  createRegistration, deleteRegistration, generateLoa, getRegistration, loaDocument, signAndSubmit,
   submitSignedLoa, updateRegistration, type RegistrationRow, type Signing,
 } from '../../shared/caller-trust/enterprise/registrations.ts';
+import { detailFields, RegistrationResponse, registrationView } from '../../shared/caller-trust/enterprise/views.ts';
 import { decodeImage, fromBase64 } from '../../shared/caller-trust/images.ts';
 import { validationError } from '../../shared/errors.ts';
-import type { Ctx, Plugin, Reply } from '../http/types.ts';
-import { Nullable, UuidIdParams } from './schemas.ts';
+import type { Ctx, Plugin } from '../http/types.ts';
+import { UuidIdParams } from './schemas.ts';
 
 /** The decoded size cap of an LOA uploaded to submit (its base64 fits the 1 MiB JSON body limit). */
 export const SIGNED_LOA_MAX_BYTES = 700 * 1024;
 /** The decoded size cap of a drawn signature PNG. */
 export const DRAWN_SIGNATURE_MAX_BYTES = 200 * 1024;
 
-const E164 = (description: string) => Type.String({ minLength: 2, maxLength: 16, description });
-const Address = Type.Object({
-  line1: Type.String({ minLength: 1, maxLength: 200, description: 'Street address.' }),
-  line2: Type.Optional(Nullable(Type.String({ maxLength: 200 }), 'Suite, floor or unit (optional).')),
-  city: Type.String({ minLength: 1, maxLength: 100, description: 'City.' }),
-  state: Type.String({ minLength: 2, maxLength: 2, description: 'US state or territory code (two capital letters), e.g. TX.' }),
-  postal_code: Type.String({ minLength: 5, maxLength: 10, description: 'ZIP code: NNNNN or NNNNN-NNNN.' }),
-  country: Type.Literal('US', { description: 'Country: US (an EIN is a US identifier).' }),
-}, { additionalProperties: false, description: 'The registered (legal) address of the business.' });
-const Contact = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 120, description: 'Full name of the person authorized to act for the business.' }),
-  title: Type.String({ minLength: 1, maxLength: 120, description: 'Their job title, e.g. Chief Executive Officer.' }),
-  email: Type.String({ format: 'email', maxLength: 254, description: 'Their e-mail address.' }),
-  phone: E164('Their phone number (E.164).'),
-}, { additionalProperties: false, description: 'The authorized contact: the person vetting may call to confirm the registration.' });
-
-const details = {
-  legal_name: Type.String({ minLength: 1, maxLength: 200, description: 'Legal business name exactly as registered with the IRS.' }),
-  ein: Type.String({ pattern: '^\\d{2}-\\d{7}$', description: `Employer Identification Number, NN-NNNNNNN; the first two digits must be a valid IRS campus prefix (${VALID_EIN_PREFIXES.length} of the 100 two-digit values; 00, 07-09, 17-19, 28, 29, 49, 69, 70, 78, 79, 89, 96 and 97 were never assigned). Sandbox: an EIN ending in 9 is rejected by vetting.` }),
-  business_type: Type.Unsafe<(typeof BUSINESS_TYPES)[number]>({ type: 'string', enum: [...BUSINESS_TYPES], description: 'Legal form of the business.' }),
-  industry: Type.String({ minLength: 1, maxLength: 100, description: 'Industry or line of business, e.g. Dental care.' }),
-  website: Type.String({ minLength: 4, maxLength: 300, description: 'The business\'s website (http or https URL).' }),
-  registered_address: Address,
-  authorized_contact: Contact,
-  phone_numbers: Type.Array(E164('A number (E.164).'), { minItems: 1, maxItems: 500, description: 'The organization\'s numbers the LOA covers (E.164, each held by the organization, not released; at most 500).' }),
-};
 const partialDetails = (description: string, extra: object = {}) =>
-  Type.Partial(Type.Object(details), { additionalProperties: false, description, ...extra });
-
-const LoaFile = (what: string) => Nullable(Type.Object({
-  url: Type.String({ description: `Where to download the ${what} LOA (GET, application/pdf, caller_trust:read).` }),
-  sha256: Type.String({ description: 'SHA-256 of the PDF (hex).' }),
-  size_bytes: Type.Integer({ description: 'Size of the PDF in bytes.' }),
-  created_at: Type.String({ format: 'date-time', description: 'When it was generated, signed or uploaded.' }),
-}), `The ${what} LOA, or null when there is none.`);
-
-const Registration = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The registration id.' }),
-  status: Type.Unsafe<(typeof STATUSES)[number]>({ type: 'string', enum: [...STATUSES], description: 'DRAFT, PENDING_VETTING, APPROVED or REJECTED.' }),
-  ...details,
-  rejection_reasons: Type.Array(Type.String(), { description: 'Why vetting rejected it (code: explanation); empty otherwise.' }),
-  loa: Type.Object({
-    unsigned: LoaFile('unsigned'),
-    signed: LoaFile('signed'),
-    signature_method: Nullable(Type.Unsafe<'in_app' | 'uploaded'>({ type: 'string', enum: ['in_app', 'uploaded'] }),
-      'How the LOA of the current vetting round was signed: in_app (sign-and-submit, resign) or uploaded (submit); null before.'),
-  }, { description: 'The Letter of Authorization documents.' }),
-  submitted_at: Nullable(Type.String({ format: 'date-time' }), 'When it last went into vetting; null before.'),
-  decided_at: Nullable(Type.String({ format: 'date-time' }), 'When vetting last decided; null while undecided.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the draft was created.' }),
-  updated_at: Type.String({ format: 'date-time', description: 'When it last changed.' }),
-}, { description: 'An enterprise registration: the legal business details, the LOA and the vetting status.' });
+  Type.Partial(Type.Object(detailFields), { additionalProperties: false, description, ...extra });
 
 const EXAMPLE_DETAILS: BusinessDetails = {
   legal_name: 'Acme Dental Group, LLC', ein: '74-1234567', business_type: 'llc', industry: 'Dental care',
@@ -92,23 +42,7 @@ const PENDING_EXAMPLE = {
   submitted_at: '2026-11-20T15:10:00.000Z', updated_at: '2026-11-20T15:10:00.000Z',
 };
 
-function registrationView(r: RegistrationRow, baseUrl: string) {
-  const file = (v: 'unsigned' | 'signed') => {
-    const f = r.loas?.[v];
-    return f ? { url: `${baseUrl}/v1/caller-trust/enterprise/${r.id}/loa?version=${v}`, sha256: f.sha256, size_bytes: f.size,
-      created_at: new Date(f.created_at).toISOString() } : null;
-  };
-  return {
-    id: r.id, status: r.status, legal_name: r.legal_name, ein: r.ein, business_type: r.business_type, industry: r.industry,
-    website: r.website, registered_address: r.registered_address, authorized_contact: r.authorized_contact,
-    phone_numbers: r.phone_numbers, rejection_reasons: r.rejection_reasons,
-    loa: { unsigned: file('unsigned'), signed: file('signed'), signature_method: r.signature_method },
-    submitted_at: r.submitted_at?.toISOString() ?? null, decided_at: r.decided_at?.toISOString() ?? null,
-    created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(),
-  };
-}
-
-const Data = Type.Object({ data: Registration });
+const Data = Type.Object({ data: RegistrationResponse });
 const IdParams = UuidIdParams('enterprise registration');
 const ok = (ctx: { baseUrl: string }, status = 200) => (r: RegistrationRow) => ({ status, body: { data: registrationView(r, ctx.baseUrl) } });
 
@@ -166,7 +100,7 @@ export const callerTrustEnterpriseRoutes: Plugin = (routes) => {
       + 'The EIN must be NN-NNNNNNN with a valid IRS campus prefix; every number must be held by the organization. '
       + 'Next: generate-loa to review or hand-sign the Letter of Authorization, then sign-and-submit or submit.',
     examples: { request: EXAMPLE_DETAILS, response: { data: EXAMPLE } },
-    body: Type.Object(details, { additionalProperties: false }),
+    body: Type.Object(detailFields, { additionalProperties: false }),
     response: { status: 201, schema: Data }, errors: ['idempotency_conflict'],
     handler: async (ctx) => ok(ctx, 201)(await createRegistration(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(ok(ctx, 201)))),
   });

@@ -3,54 +3,22 @@ import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../../shared/c
 import { MOBILE_NETWORKS, RISK_LEVELS } from '../../shared/mobile-networks.ts';
 import { ReputationRefresher } from '../../shared/caller-trust/reputation/refresh.ts';
 import { getRemediation, listRemediations, openRemediation, remediationView, type RemediationRow } from '../../shared/caller-trust/reputation/remediation.ts';
+import { RemediationResponse, ReputationResponse } from '../../shared/caller-trust/reputation/schemas.ts';
 import { listReputation, ownedNumber, readEvidence, reputationView } from '../../shared/caller-trust/reputation/store.ts';
 import { PageQuery } from '../../shared/pagination.ts';
-import type { GatewayDeps, Plugin, Reply } from '../http/types.ts';
-import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+import type { GatewayDeps, Plugin } from '../http/types.ts';
+import { ListMeta, UuidIdParams } from './schemas.ts';
 
 // Number reputation: cached evidence per carrier, paid fresh checks, the list with filters, remediation cases.
 // The rules live in shared/caller-trust/reputation.
 
 const TAG = 'Reputation';
 
-const CarrierEvidence = Type.Object({
-  risk_level: Nullable(Type.Union(RISK_LEVELS.map((r) => Type.Literal(r))),
-    'LOW, MEDIUM or HIGH; null: the provider has no answer for this carrier (unavailable, never zero risk).'),
-  displayed_label: Nullable(Type.String(), 'What the called party\'s handset shows when the number is flagged (MEDIUM or HIGH), e.g. "Spam Risk"; null otherwise.'),
-  checked_at: Nullable(Type.String({ format: 'date-time' }), 'When the provider answered for this carrier; null: never checked.'),
-}, { description: 'The evidence of one carrier.' });
-
-const Reputation = Type.Object({
-  phone_number: Type.String({ description: 'The number (E.164).' }),
-  phone_id: Type.Integer({ description: 'The number\'s id (GET /v1/phone-numbers).' }),
-  carriers: Type.Object(Object.fromEntries(MOBILE_NETWORKS.map((c) => [c, { ...CarrierEvidence, description: `Evidence on ${c}.` }])),
-    { description: 'Per carrier (ATT, TMOBILE, VERIZON) the cached evidence.' }),
-  flagged: Type.Boolean({ description: 'True when any carrier reports MEDIUM or HIGH.' }),
-  checked_at: Nullable(Type.String({ format: 'date-time' }), 'The oldest carrier check; null when some carrier was never checked.'),
-  stale: Type.Boolean({ description: 'True when the evidence is older than the freshness window (or incomplete): the background refresh will re-check it.' }),
-  provider: Nullable(Type.String(), 'The provider that answered (sandbox, telnyx); null: never checked.'),
-  enrolled_at: Nullable(Type.String({ format: 'date-time' }), 'When the number was enrolled in monitoring (background refreshes); null: not enrolled.'),
-}, { description: 'The cached reputation evidence of one number.' });
-
+/** The handler's own part of the answer (beside the view's data). */
 const Refresh = Type.Object({
   charged: Type.Boolean({ description: 'True when this request paid for a new provider lookup; false when it shared one (a concurrent or recent paid refresh).' }),
   price_cents: Type.Integer({ description: 'The price of one fresh check, in cents.' }),
 }, { description: 'Present with fresh=true: what the refresh cost this request.' });
-
-const Remediation = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The case id.' }),
-  phone_number: Type.String({ description: 'The flagged number (E.164).' }),
-  kind: Type.Union([Type.Literal('own_brand'), Type.Literal('umbrella')], { description: 'own_brand: under the organization\'s approved enterprise; umbrella: under the platform\'s registration.' }),
-  status: Type.Union([Type.Literal('open'), Type.Literal('in_review'), Type.Literal('resolved'), Type.Literal('rejected')],
-    { description: 'open -> in_review -> resolved | rejected.' }),
-  carriers: Type.Array(Type.String(), { description: 'The carriers the number was flagged on when the case was opened.' }),
-  price_cents: Type.Integer({ description: 'What opening the case was charged, in cents.' }),
-  rejection_reason: Nullable(Type.String(), 'Why the provider rejected the case; null unless rejected.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the case was opened.' }),
-  updated_at: Type.String({ format: 'date-time', description: 'When the case last changed.' }),
-  in_review_at: Nullable(Type.String({ format: 'date-time' }), 'When the provider started reviewing; null before.'),
-  closed_at: Nullable(Type.String({ format: 'date-time' }), 'When the case was resolved or rejected; null while open.'),
-}, { description: 'A remediation case.' });
 
 const EVIDENCE_EXAMPLE = {
   phone_number: '+14155550128', phone_id: 42,
@@ -86,7 +54,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
     query: Type.Object({
       fresh: Type.Optional(Type.Boolean({ default: false, description: 'true: a paid live lookup now; false (default): the cached evidence, free.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Reputation, refresh: Type.Optional(Refresh) }) },
+    response: { status: 200, schema: Type.Object({ data: ReputationResponse, refresh: Type.Optional(Refresh) }) },
     errors: ['spend_cap_reached', 'no_active_subscription', 'provider_api_error', 'service_unavailable'],
     handler: async ({ deps, principal, params, query }) => {
       const arrivedAt = Date.now();
@@ -118,7 +86,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       flagged: Type.Optional(Type.Boolean({ description: 'true: flagged (MEDIUM or HIGH) on some carrier; false: on none.' })),
       stale: Type.Optional(Type.Boolean({ description: 'true: evidence older than the freshness window or incomplete; false: fresh.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Reputation, { description: 'The numbers\' evidence.' }), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(ReputationResponse, { description: 'The numbers\' evidence.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('reputation-numbers', query);
       const { freshnessMs } = deps.config.reputation;
@@ -146,7 +114,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       phone_number: Type.String({ maxLength: 32, description: 'A flagged number of the organization (E.164).' }),
       kind: Type.Union([Type.Literal('own_brand'), Type.Literal('umbrella')], { description: 'own_brand (needs an approved enterprise) or umbrella.' }),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: Remediation }) },
+    response: { status: 201, schema: Type.Object({ data: RemediationResponse }) },
     errors: ['not_found', 'own_brand_not_approved', 'number_not_flagged', 'remediation_in_progress', 'spend_cap_reached',
       'no_active_subscription', 'idempotency_conflict'],
     handler: async (ctx) => {
@@ -169,7 +137,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
       status: Type.Optional(Type.Union(['open', 'in_review', 'resolved', 'rejected'].map((s) => Type.Literal(s)), { description: 'Only cases in this status.' })),
       phone_number: Type.Optional(Type.String({ maxLength: 32, description: 'Only cases of this number (E.164).' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(Remediation, { description: 'The cases, newest first.' }), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(RemediationResponse, { description: 'The cases, newest first.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('reputation-remediations', query);
       const rows = await listRemediations(deps.db, principal.organizationId,
@@ -185,7 +153,7 @@ export const callerTrustReputationRoutes: Plugin = (routes) => {
     description: 'Answers one remediation case of the organization with its status. Read-only.',
     examples: { response: { data: CASE_EXAMPLE } },
     params: UuidIdParams('remediation case'),
-    response: { status: 200, schema: Type.Object({ data: Remediation }) },
+    response: { status: 200, schema: Type.Object({ data: RemediationResponse }) },
     handler: async ({ deps, principal, params }) =>
       ({ status: 200, body: { data: remediationView(await getRemediation(deps.db, principal.organizationId, params.id)) } }),
   });

@@ -1,13 +1,18 @@
 import { Type } from '@sinclair/typebox';
 import type { CallRow } from '../../shared/calls/model.ts';
 import { callView } from '../../shared/calls/views.ts';
-import { createAttempt, inboundProgress, recordObservation } from '../../shared/number-health/attempts.ts';
+import {
+  createAttempt, inboundProgress, observationResultView, recordObservation, type ObservationResult,
+} from '../../shared/number-health/attempts.ts';
 import { attributedUser } from '../../shared/number-health/attribution.ts';
-import { ACTIONS, EVIDENCE_STATES } from '../../shared/number-health/evidence.ts';
 import { fleetItemView, fleetPage } from '../../shared/number-health/fleet.ts';
 import { OUTCOMES, policyView, TESTER_NETWORKS } from '../../shared/number-health/policy.ts';
-import { resolveNumberSet, type Resolution } from '../../shared/number-health/resolve.ts';
+import { resolveNumberSet } from '../../shared/number-health/resolve.ts';
 import { INBOUND_OUTCOMES, simulateInboundCall } from '../../shared/number-health/sandbox-inbound.ts';
+import {
+  AttemptResponse, EvidenceState, FleetItemResponse, InboundResponse, lit, NumberSetResponse, ObservationResultResponse, PolicyResponse,
+  ResolutionResponse, SessionResponse,
+} from '../../shared/number-health/schemas.ts';
 import {
   attemptView, changeSessionStatus, createSession, getSession, MODES, SCOPE_KINDS, SESSION_STATUSES, sessionView,
   type AttemptRow, type SessionRow,
@@ -15,130 +20,14 @@ import {
 import { createSet, getSet, listSets, MEMBER_ROLES, MEMBER_STATES, setView, updateSet, type SetRow } from '../../shared/number-health/sets.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
-import type { Plugin, Reply } from '../http/types.ts';
+import type { Plugin } from '../http/types.ts';
 import { Call } from './calls.ts';
-import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+import { ListMeta, UuidIdParams } from './schemas.ts';
 
 const TAG = 'Number Health';
-const lit = <T extends readonly string[]>(values: T, description: string) =>
-  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], description });
-const Ts = (description: string) => Type.String({ format: 'date-time', description });
 const E164 = (description: string) => Type.String({ pattern: '^\\+[1-9][0-9]{6,14}$', description });
 
-const EvidenceState = lit(EVIDENCE_STATES, 'CLEAN_OBSERVED (fresh LOW risk, complete setup, readiness met with recent handset '
-  + 'evidence; not a cross-carrier guarantee), NEEDS_DATA (insufficient or stale evidence: unknown is not clean), WATCH (MEDIUM '
-  + 'provider risk), FLAGGED (HIGH risk or recent negative handset evidence), SETUP_INCOMPLETE (missing identity or monitoring), '
-  + 'RETIRED (released number or retired set membership; history kept).');
-const Warning = Nullable(Type.String(), 'Why the number is not clean, in words; null when CLEAN_OBSERVED.');
-const Action = lit(ACTIONS, 'What to do next: NONE, COMPLETE_SETUP, REQUEST_REMEDIATION, MONITOR, FRESH_CHECK (a paid provider check, '
-  + 'never requested automatically) or RUN_SPAM_TEST.');
-
-// ---------------------------------------------------------------------------------------------------- policy
-const Policy = Type.Object({
-  policy_version: Type.String({ description: 'Version of this policy.' }),
-  thresholds: Type.Object({
-    qualifying_human_calls: Type.Integer({ description: 'Qualifying human calls needed (after the UTC-day dedup).' }),
-    consented_testers: Type.Integer({ description: 'Distinct consented testers needed.' }),
-    active_days: Type.Integer({ description: 'Distinct UTC days with a qualifying call needed.' }),
-    conversational_duration_seconds: Type.Integer({ description: 'Talk time a call needs to qualify.' }),
-    clean_observation_carriers: Type.Array(Type.String(), { description: 'Carriers that each need a CLEAN observation.' }),
-    verified_callback: Type.Boolean({ description: 'A verified callback (operator attestation) is needed.' }),
-    provider_risk: Type.String({ description: 'The provider risk needed on every carrier, fresh.' }),
-    no_recent_negative_display: Type.Boolean({ description: 'No recent negative display (wrong name, spam, scam, blocked, no ring).' }),
-  }, { description: 'The readiness thresholds (the reference\'s Limits).' }),
-  dedup: Type.Object({
-    rule: Type.Literal('utc_calendar_day', { description: 'The dedup rule.' }),
-    description: Type.String({ description: 'The rule in words.' }),
-  }, { description: 'How repeated interactions count.' }),
-  counted_modes: Type.Array(Type.String(), { description: 'Session modes whose evidence counts toward readiness.' }),
-  freshness: Type.Object({
-    provider_check_days: Type.Integer({ description: 'A provider answer older than this is stale (unknown, never clean).' }),
-    handset_evidence_days: Type.Integer({ description: 'Handset evidence counts as recent for this many days.' }),
-  }, { description: 'Freshness windows.' }),
-  prices: Type.Object({
-    currency: Type.String({ description: 'ISO currency of the prices.' }),
-    fresh_check_cents: Type.Integer({ description: 'One paid fresh reputation check of one number (all carriers).' }),
-    remediation_cents: Type.Object({
-      own_brand: Type.Integer({ description: 'A remediation case under your own approved enterprise registration.' }),
-      umbrella: Type.Integer({ description: 'A remediation case under the platform\'s umbrella registration.' }),
-    }, { description: 'Remediation prices by kind.' }),
-  }, { description: 'Current prices of the paid caller-trust operations (the amounts caller trust charges).' }),
-}, { description: 'The Number Health policy.' });
-
 // ---------------------------------------------------------------------------------------------------- fleet
-const Met = (d: string) => Type.Object({ met: Type.Boolean({ description: 'Whether it is met.' }) }, { description: d });
-const Count = (d: string) => Type.Object({
-  required: Type.Integer({ description: 'The threshold.' }), observed: Type.Integer({ description: 'Counted so far.' }),
-  met: Type.Boolean({ description: 'observed >= required.' }),
-}, { description: d });
-const CarrierRisk = Type.String({ description: 'LOW, MEDIUM, HIGH, UNAVAILABLE (provider had no answer), STALE or NOT_CHECKED.' });
-const Readiness = Type.Object({
-  qualifying_human_calls: Count('Qualifying human calls (one per tester per UTC day).'),
-  consented_testers: Count('Distinct consented testers with a qualifying call.'),
-  active_days: Count('Distinct UTC days with a qualifying call.'),
-  clean_observation_carriers: Type.Object({
-    required: Type.Array(Type.String(), { description: 'Carriers needing a CLEAN observation.' }),
-    observed: Type.Array(Type.String(), { description: 'Carriers with a qualifying CLEAN observation.' }),
-    met: Type.Boolean({ description: 'Every required carrier observed clean.' }),
-  }, { description: 'CLEAN observations per carrier (NUMBER_ONLY and LOCATION do not confirm the name).' }),
-  verified_callback: Met('A verified callback attested by an operator.'),
-  provider_risk: Type.Object({
-    required: Type.String({ description: 'LOW.' }),
-    carriers: Type.Object({ ATT: CarrierRisk, TMOBILE: CarrierRisk, VERIZON: CarrierRisk }, { description: 'The provider risk per carrier.' }),
-    met: Type.Boolean({ description: 'Fresh LOW on every carrier.' }),
-  }, { description: 'Provider risk.' }),
-  no_recent_negative_display: Met('No carrier\'s latest handset observation is a recent negative display.'),
-  met: Type.Boolean({ description: 'Every threshold met.' }),
-}, { description: 'Readiness progress against each policy threshold.' });
-
-const Observation = Type.Object({
-  carrier: Type.String({ description: 'The tester\'s carrier.' }),
-  outcome: Type.String({ description: 'What the handset showed (CLEAN, NUMBER_ONLY, LOCATION, WRONG_NAME, SPAM, SCAM, BLOCKED, NO_RING, UNKNOWN).' }),
-  observed_label: Type.String({ description: 'The exact display text.' }),
-  observed_at: Ts('When the call was made (the display was seen).'),
-  duration_seconds: Nullable(Type.Integer(), 'Talk time of the call.'),
-  callback_verified: Type.Boolean({ description: 'Whether an operator attested a verified callback on this attempt.' }),
-  attempt_id: Type.String({ description: 'The attempt carrying the observation.' }),
-  mode: Type.String({ description: 'Mode of the session (CONNECTIVITY_QA observations are synthetic and not shown here).' }),
-}, { description: 'The latest handset observation of one carrier.' });
-
-const Membership = Type.Object({
-  number_set_id: Type.String({ description: 'The Number Set.' }),
-  role: Type.String({ description: 'PRIMARY or ALTERNATE.' }),
-  state: Type.String({ description: 'ACTIVE, STANDBY, PREPARING or RETIRED.' }),
-  outbound_enabled: Type.Boolean({ description: 'Whether the member may be selected for outbound calls.' }),
-  priority: Type.Integer({ description: 'Selection priority (lower first).' }),
-}, { description: 'A set membership.' });
-
-const FleetItem = Type.Object({
-  phone_id: Type.Integer({ description: 'The phone number id (GET /v1/phone-numbers).' }),
-  phone_number: Type.String({ description: 'The number (E.164).' }),
-  number_status: Type.String({ description: 'PROVISIONING, ACTIVE or RELEASED.' }),
-  area_code: Type.String({ description: 'Its area code.' }),
-  team_id: Nullable(Type.String(), 'The team the number belongs to; null: none.'),
-  identity: Type.Object({
-    status: Type.String({ description: 'COMPLETE or INCOMPLETE.' }),
-    missing: Type.Array(Type.String(), { description: 'What is missing: identity (CNAM display name), monitoring.' }),
-    cnam_display_name: Type.String({ description: 'The CNAM display name.' }),
-    cnam_status: Type.String({ description: 'pending, registered or failed.' }),
-    monitoring_enrolled_at: Nullable(Ts('When reputation monitoring started.'), 'When reputation monitoring started; null: not enrolled.'),
-  }, { description: 'Identity and monitoring setup.' }),
-  provider_scores: Type.Array(Type.Object({
-    carrier: Type.String({ description: 'ATT, TMOBILE or VERIZON.' }),
-    risk_level: Nullable(Type.String(), 'LOW, MEDIUM or HIGH; null: the provider had no answer (unavailable, not zero risk).'),
-    displayed_label: Nullable(Type.String(), 'What the provider saw displayed; null: unknown.'),
-    provider: Type.String({ description: 'The reputation provider.' }),
-    checked_at: Ts('When the provider answered.'),
-    fresh: Type.Boolean({ description: 'Within the provider freshness window.' }),
-  }, { description: 'One provider answer.' }), { description: 'Provider scores and freshness per carrier (no row: never checked).' }),
-  set_memberships: Type.Array(Membership, { description: 'The Number Sets the number belongs to.' }),
-  observations: Type.Array(Observation, { description: 'The latest handset observation per carrier.' }),
-  evidence_state: EvidenceState,
-  health_warning: Warning,
-  recommended_action: Action,
-  readiness: Readiness,
-}, { description: 'Number evidence.' });
-
 const FLEET_EXAMPLE = {
   phone_id: 42, phone_number: '+14155550123', number_status: 'ACTIVE', area_code: '415', team_id: 'sales',
   identity: { status: 'COMPLETE', missing: [], cnam_display_name: 'Acme Dental', cnam_status: 'registered', monitoring_enrolled_at: '2026-11-01T10:00:00.000Z' },
@@ -172,26 +61,6 @@ const setFields = {
   identification_guidance: Type.String({ maxLength: 2000, description: 'How recipients should recognize these calls (for testers and agents).' }),
   members: Type.Array(MemberIn, { maxItems: 5000, description: 'Members, upserted by phone_id; omitted members are kept.' }),
 };
-const MemberOut = Type.Object({
-  phone_id: Type.Integer({ description: 'The phone number id.' }),
-  phone_number: Type.String({ description: 'The number (E.164).' }),
-  role: Type.String({ description: 'PRIMARY or ALTERNATE.' }),
-  state: Type.String({ description: 'ACTIVE, STANDBY, PREPARING or RETIRED.' }),
-  outbound_enabled: Type.Boolean({ description: 'May be selected for outbound calls.' }),
-  priority: Type.Integer({ description: 'Selection priority, lower first.' }),
-  updated_at: Ts('When the membership last changed.'),
-}, { description: 'A member.' });
-const NumberSet = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The set id (number_set_id on POST /v1/calls/dial).' }),
-  name: Type.String({ description: 'The set\'s name.' }),
-  use_case: Type.String({ description: 'What the numbers are used for.' }),
-  identification_guidance: Type.String({ description: 'How recipients should recognize these calls.' }),
-  members: Type.Array(MemberOut, { description: 'Members by priority.' }),
-  created_by_user_id: Type.String({ description: 'The user who created the set.' }),
-  updated_by_user_id: Type.String({ description: 'The user who last changed it.' }),
-  created_at: Ts('When it was created.'),
-  updated_at: Ts('When it last changed.'),
-}, { description: 'A Number Set.' });
 const SET_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f71';
 const USER_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f72';
 const SET_EXAMPLE = {
@@ -200,70 +69,12 @@ const SET_EXAMPLE = {
   created_by_user_id: USER_ID, updated_by_user_id: USER_ID, created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };
 
-const ResolutionSchema = Type.Object({
-  number_set_id: Type.String({ description: 'The set resolved.' }),
-  phone_id: Type.Integer({ description: 'The selected number\'s id.' }),
-  from_number: Type.String({ description: 'The selected caller ID (E.164).' }),
-  evidence_state: EvidenceState,
-  health_warning: Warning,
-  recommended_action: Action,
-  selection_source: Type.Literal('number_set_sticky_health', { description: 'How it was chosen.' }),
-  eligible_members: Type.Integer({ description: 'How many members were eligible.' }),
-}, { description: 'The caller ID the set resolves to for this destination (a preview: nothing is reserved).' });
-const resolutionView = (r: Resolution) => r;
-
 // ---------------------------------------------------------------------------------------------------- sessions
 const Handset = Type.Object({
   manufacturer: Type.String({ minLength: 1, maxLength: 100, description: 'Handset manufacturer.' }),
   model: Type.String({ minLength: 1, maxLength: 100, description: 'Handset model.' }),
   os: Type.String({ minLength: 1, maxLength: 100, description: 'Operating system and version.' }),
 }, { additionalProperties: false, description: 'The tester\'s handset.' });
-const AttemptSchema = Type.Object({
-  id: Type.String({ description: 'The attempt id.' }),
-  session_id: Type.String({ description: 'Its session.' }),
-  phone_id: Type.Integer({ description: 'The queued number tested.' }),
-  call_id: Type.String({ description: 'The attached call.' }),
-  call_direction: Nullable(Type.String(), 'outbound (the number called the tester) or inbound (the tester called the number).'),
-  call_status: Nullable(Type.String(), 'The call\'s status when read.'),
-  duration_seconds: Nullable(Type.Integer(), 'The call\'s talk time.'),
-  created_by_user_id: Type.String({ description: 'Who attached it.' }),
-  created_at: Ts('When it was attached.'),
-  observation: Nullable(Type.Object({
-    outcome: Type.String({ description: 'What the handset showed.' }),
-    observed_label: Type.String({ description: 'The exact display text.' }),
-    handset: Type.Object({
-      manufacturer: Type.String({ description: 'Handset manufacturer.' }), model: Type.String({ description: 'Handset model.' }),
-      os: Type.String({ description: 'Operating system.' }),
-    }, { description: 'The handset.' }),
-    recorded_at: Ts('When it was recorded.'),
-    recorded_by_user_id: Type.String({ description: 'Who recorded it.' }),
-  }, { description: 'The observation.' }), 'The observation; null until posted.'),
-  callback_verified: Type.Boolean({ description: 'An operator attested a verified callback.' }),
-  callback_attestation: Nullable(Type.Object({
-    attested_by_user_id: Type.String({ description: 'The attesting operator.' }),
-    attested_at: Ts('When.'),
-  }, { description: 'Who attested callback_verified, and when.' }), 'The attestation; null: never attested.'),
-}, { description: 'A spam-test attempt.' });
-const Session = Type.Object({
-  id: Type.String({ description: 'The session id.' }),
-  status: Type.String({ description: 'ACTIVE (initial), PAUSED, COMPLETED or CANCELLED.' }),
-  mode: Type.String({ description: 'RAPID_AUDIT, HUMAN_READINESS or CONNECTIVITY_QA.' }),
-  tester: Type.Object({
-    alias: Type.String({ description: 'The tester\'s alias.' }), phone_number: Type.String({ description: 'The tester\'s phone (E.164).' }),
-    carrier: Type.String({ description: 'The tester\'s carrier.' }), consented: Type.Boolean({ description: 'Whether the tester consented.' }),
-  }, { description: 'The tester.' }),
-  scope: Type.Object({
-    kind: Type.String({ description: 'ALL, TEAM, NUMBER_SET, AREA_CODE, FLAGGED or NEEDS_DATA.' }),
-    value: Nullable(Type.String(), 'The team id, set id or area code; null for the other kinds.'),
-  }, { description: 'What the queue was built from.' }),
-  compare_alternates: Type.Boolean({ description: 'Whether ALTERNATE members were queued too.' }),
-  counts_toward_readiness: Type.Boolean({ description: 'Whether this mode\'s evidence counts toward readiness (HUMAN_READINESS only).' }),
-  phone_ids: Type.Array(Type.Integer(), { description: 'The queue saved at creation.' }),
-  attempts: Type.Array(AttemptSchema, { description: 'Attempts, oldest first.' }),
-  created_by_user_id: Type.String({ description: 'Who started it.' }),
-  created_at: Ts('When it started.'),
-  updated_at: Ts('When its status last changed.'),
-}, { description: 'A spam-test session.' });
 const SESSION_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f73';
 const ATTEMPT_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f74';
 const CALL_ID = '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98';
@@ -278,27 +89,6 @@ const SESSION_EXAMPLE = {
   scope: { kind: 'NUMBER_SET', value: SET_ID }, compare_alternates: false, counts_toward_readiness: true, phone_ids: [42],
   attempts: [], created_by_user_id: USER_ID, created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };
-const Audit = Type.Array(Type.Object({
-  recorded_by_user_id: Type.String({ description: 'Who posted it.' }),
-  before: Nullable(Type.Object({}, { additionalProperties: true, description: 'The observation before.' }), 'The observation before; null for the first.'),
-  after: Type.Object({}, { additionalProperties: true, description: 'The observation after (outcome, observed_label, handset, callback_verified).' }),
-  recorded_at: Ts('When.'),
-}, { description: 'One posting.' }), { description: 'Every posting of the observation, oldest first (before/after snapshots).' });
-const Inbound = Type.Object({
-  session_id: Type.String({ description: 'The session.' }),
-  phone_id: Type.Integer({ description: 'The queued number.' }),
-  phone_number: Type.String({ description: 'Its number (E.164).' }),
-  tester_phone_number: Type.String({ description: 'The tester\'s phone.' }),
-  call_id: Nullable(Type.String(), 'The latest call from the tester to the number since the session started; null: none yet.'),
-  attempt_id: Nullable(Type.String(), 'The attempt it is attached to; null: not attached.'),
-  status: Type.String({ description: 'The call\'s status, or WAITING before any call.' }),
-  answered_at: Nullable(Ts('When answered.'), 'When answered; null: not answered.'),
-  ended_at: Nullable(Ts('When it ended.'), 'When it ended; null: live or none.'),
-  duration_seconds: Nullable(Type.Integer(), 'Talk time; null: none yet.'),
-  callback_verified: Type.Boolean({ description: 'Whether an operator attested the callback on its attempt.' }),
-  human: Type.Boolean({ description: 'Whether a person answered a human (non-AI) call.' }),
-}, { description: 'Inbound progress of one queued number.' });
-
 const SessionIdParams = UuidIdParams('session');
 const INBOUND_CALL_EXAMPLE = {
   id: CALL_ID, type: 'inbound', direction: 'inbound', from_number: '+12125550187', to_number: '+14155550123', connect_number: null,
@@ -316,7 +106,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     description: 'The readiness thresholds, the UTC calendar-day dedup rule, the freshness windows and the current prices of a '
       + 'fresh (paid) reputation check and of remediation (the amounts caller trust charges). Read-only.',
     examples: { response: { data: policyView() } },
-    response: { status: 200, schema: Type.Object({ data: Policy }) },
+    response: { status: 200, schema: Type.Object({ data: PolicyResponse }) },
     handler: async () => ({ status: 200, body: { data: policyView() } }),
   });
 
@@ -334,7 +124,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
       area_code: Type.Optional(Type.String({ pattern: '^[0-9]{3}$', description: 'Only numbers of this area code.' })),
       state: Type.Optional(EvidenceState),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(FleetItem, { description: 'Number evidence, newest number first.' }), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(FleetItemResponse, { description: 'Number evidence, newest number first.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const { team_id, number_set_id, area_code, state, ...pq } = query;
       const list = `number-health:${JSON.stringify([team_id, number_set_id, area_code, state])}`;
@@ -355,7 +145,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     body: Type.Object({ name: setFields.name, use_case: Type.Optional(setFields.use_case),
       identification_guidance: Type.Optional(setFields.identification_guidance), members: Type.Optional(setFields.members) },
     { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: NumberSet }) },
+    response: { status: 201, schema: Type.Object({ data: NumberSetResponse }) },
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
@@ -368,7 +158,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     description: 'The organization\'s Number Sets with their members, newest first; meta.total_results counts them all.',
     examples: { response: { data: [SET_EXAMPLE], meta: { page_size: 20, total_results: 1 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(NumberSet, { description: 'The sets.' }), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(NumberSetResponse, { description: 'The sets.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('number-sets', query);
       const { rows, total } = await listSets(deps.db, principal.organizationId, page);
@@ -380,7 +170,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/number-health/sets/{id}', scope: 'caller_trust:read', tag: TAG, summary: 'Read a Number Set',
     description: 'One Number Set of the organization with its members.',
     examples: { response: { data: SET_EXAMPLE } },
-    params: UuidIdParams('Number Set'), response: { status: 200, schema: Type.Object({ data: NumberSet }) },
+    params: UuidIdParams('Number Set'), response: { status: 200, schema: Type.Object({ data: NumberSetResponse }) },
     handler: async ({ deps, principal, params }) => ({ status: 200, body: { data: setView(await getSet(deps.db, principal.organizationId, params.id)) } }),
   });
   routes.add({
@@ -394,7 +184,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     body: Type.Object({ name: Type.Optional(setFields.name), use_case: Type.Optional(setFields.use_case),
       identification_guidance: Type.Optional(setFields.identification_guidance), members: Type.Optional(setFields.members) },
     { additionalProperties: false, minProperties: 1 }),
-    response: { status: 200, schema: Type.Object({ data: NumberSet }) },
+    response: { status: 200, schema: Type.Object({ data: NumberSetResponse }) },
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
@@ -415,11 +205,11 @@ export const numberHealthRoutes: Plugin = (routes) => {
       selection_source: 'number_set_sticky_health', eligible_members: 3 } } },
     params: UuidIdParams('Number Set'),
     body: Type.Object({ destination_number: E164('The destination the call would ring (E.164).') }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: ResolutionSchema }) },
+    response: { status: 200, schema: Type.Object({ data: ResolutionResponse }) },
     errors: ['no_active_number'],
     handler: async ({ deps, principal, params, body }) => ({
       status: 200,
-      body: { data: resolutionView(await resolveNumberSet(deps.db, principal.organizationId, params.id, body.destination_number, deps.clock.now())) },
+      body: { data: await resolveNumberSet(deps.db, principal.organizationId, params.id, body.destination_number, deps.clock.now()) },
     }),
   });
 
@@ -446,7 +236,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
       }, { additionalProperties: false, description: 'Which numbers to queue.' }),
       compare_alternates: Type.Optional(Type.Boolean({ default: false, description: 'Queue ALTERNATE members too.' })),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: Session }) },
+    response: { status: 201, schema: Type.Object({ data: SessionResponse }) },
     errors: ['user_required'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
@@ -458,7 +248,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/number-health/sessions/{id}', scope: 'caller_trust:read', tag: TAG, summary: 'Read a spam-test session',
     description: 'The session with its saved queue (phone_ids) and its attempts with their observations.',
     examples: { response: { data: { ...SESSION_EXAMPLE, attempts: [ATTEMPT_EXAMPLE] } } },
-    params: SessionIdParams, response: { status: 200, schema: Type.Object({ data: Session }) },
+    params: SessionIdParams, response: { status: 200, schema: Type.Object({ data: SessionResponse }) },
     handler: async ({ deps, principal, params }) => {
       const { session, attempts } = await getSession(deps.db, principal.organizationId, params.id);
       return { status: 200, body: { data: sessionView(session, attempts) } };
@@ -472,7 +262,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     examples: { request: { status: 'PAUSED' }, response: { data: { ...SESSION_EXAMPLE, status: 'PAUSED' } } },
     params: SessionIdParams,
     body: Type.Object({ status: lit(SESSION_STATUSES, 'The new status.') }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Session }) },
+    response: { status: 200, schema: Type.Object({ data: SessionResponse }) },
     errors: ['user_required', 'state_conflict'],
     handler: async (ctx) => {
       attributedUser(ctx.principal);
@@ -491,7 +281,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
       duration_seconds: 75, callback_verified: false, human: true } } },
     params: SessionIdParams,
     query: Type.Object({ phone_id: Type.Integer({ minimum: 1, description: 'A number of the session\'s queue.' }) }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Inbound }) },
+    response: { status: 200, schema: Type.Object({ data: InboundResponse }) },
     handler: async ({ deps, principal, params, query }) =>
       ({ status: 200, body: { data: await inboundProgress(deps.db, principal.organizationId, params.id, query.phone_id) } }),
   });
@@ -507,7 +297,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
       phone_id: Type.Integer({ minimum: 1, description: 'The queued number the call tested.' }),
       call_id: Type.String({ minLength: 1, maxLength: 64, description: 'An existing call of the organization.' }),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: AttemptSchema }) },
+    response: { status: 201, schema: Type.Object({ data: AttemptResponse }) },
     errors: ['user_required', 'state_conflict'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
@@ -536,11 +326,11 @@ export const numberHealthRoutes: Plugin = (routes) => {
       handset: Handset,
       callback_verified: Type.Optional(Type.Boolean({ description: 'Operator attestation that a callback reached the business; audited.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Object({ attempt: AttemptSchema, audit: Audit }, { description: 'The attempt and its observation history.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: ObservationResultResponse }) },
     errors: ['user_required', 'state_conflict', 'call_not_terminal'],
     handler: async (ctx) => {
       const user = attributedUser(ctx.principal);
-      const reply = (r: { attempt: AttemptRow; audit: unknown[] }) => ({ status: 200, body: { data: { attempt: attemptView(r.attempt), audit: r.audit } } });
+      const reply = (r: ObservationResult) => ({ status: 200, body: { data: observationResultView(r) } });
       return reply(await recordObservation(ctx.deps.db, ctx.principal.organizationId, user, ctx.params.id, ctx.body, ctx.deps.clock.now(), ctx.idempotent(reply)));
     },
   });

@@ -1,103 +1,26 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import { BOT_USER_AGENT, Collector, type CollectVerdict } from '../../shared/optimize/collector.ts';
-import { evaluateTest } from '../../shared/optimize/completion.ts';
+import { evaluateTest, resultsView } from '../../shared/optimize/completion.ts';
 import { conversionView, listConversions, recordConversion, type ConversionResult } from '../../shared/optimize/conversions.ts';
-import { GOAL_TYPES, URL_MATCH_TYPES } from '../../shared/optimize/goals.ts';
 import { LiveConfigs } from '../../shared/optimize/live-config.ts';
-import { OP_KINDS } from '../../shared/optimize/ops.ts';
-import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, PUBLIC_KEY, scriptTag } from '../../shared/optimize/properties.ts';
+import { createProperty, getProperty, hostOnDomain, listProperties, markVerified, propertyView, PUBLIC_KEY, snippetView } from '../../shared/optimize/properties.ts';
+import {
+  ConversionOutcomeResponse, ConversionResponse, GoalSchema, OpSchema, PropertyResponse, ResultsResponse, SnippetResponse, TestResponse,
+} from '../../shared/optimize/schemas.ts';
 import { TEST_STATUSES } from '../../shared/optimize/states.ts';
 import { tagScript } from '../../shared/optimize/tag-source.ts';
 import { archiveTest, createTest, getTest, listTests, shipTest, testView, updateTest, type TestWithVariants } from '../../shared/optimize/tests.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { asset, serve } from '../http/static-asset.ts';
 import type { HttpGateway, RawReply } from '../http/server.ts';
-import type { Plugin, RawRouteDoc, Reply } from '../http/types.ts';
+import type { Plugin, RawRouteDoc } from '../http/types.ts';
 import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
 
 // Optimize: website A/B tests. The API (properties, snippet, tests, ship, results, conversions) is here; the rules live
 // in shared/optimize. The tag and the collector are public raw routes (registerOptimizePublic).
 
 const TAG = 'Optimize';
-
-const OpSchema = Type.Object({
-  op: Type.Union(OP_KINDS.map((k) => Type.Literal(k)), { description: 'The change: setText (value: the text, set as text, never markup), '
-    + 'setAttribute (name, value; an allow-list of attributes, no on* handlers, no srcdoc or style; URL attributes http(s), mailto, '
-    + 'tel or relative only), addClass / removeClass (value: one class name), setStyle (property, value; no url(), expression(), '
-    + '@import), hide (no other field), replaceHref (value: an http(s), mailto, tel or relative URL).' }),
-  selector: Type.String({ minLength: 1, maxLength: 300, description: 'CSS selector of the elements to change (no universal selector, no '
-    + 'script, style, iframe, object, embed, base, meta, link, template, noscript, svg or math elements).' }),
-  value: Type.Optional(Type.String({ maxLength: 5000, description: 'The text, attribute value, class name, style value or URL (see op).' })),
-  name: Type.Optional(Type.String({ maxLength: 64, description: 'setAttribute only: the attribute name.' })),
-  property: Type.Optional(Type.String({ maxLength: 64, description: 'setStyle only: the CSS property name.' })),
-}, { additionalProperties: false, description: 'One page change. Ops that could introduce script are refused with validation_error.' });
-
-const GoalSchema = Type.Object({
-  type: Type.Union(GOAL_TYPES.map((k) => Type.Literal(k)), { description: 'form_submit, tel_click, cta_click, selector_click (a click or '
-    + 'submit on selector) or url_visit (a page URL matching url_pattern).' }),
-  selector: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'Click and submit goals: CSS selector (required for '
-    + 'cta_click and selector_click; form_submit defaults to "form", tel_click to a[href^="tel:"]).' })),
-  url_match_type: Type.Optional(Type.Union(URL_MATCH_TYPES.map((k) => Type.Literal(k)), { description: 'url_visit: exact, contains, prefix '
-    + 'or regex.' })),
-  url_pattern: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'url_visit: the pattern matched against the full page '
-    + 'URL; a regex must compile, be at most 200 characters, and not nest quantifiers or use backreferences.' })),
-}, { additionalProperties: false, description: 'What counts as a conversion.' });
-
-const VariantOut = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The variant id.' }),
-  name: Type.String({ description: 'The variant name (unique in the test).' }),
-  is_control: Type.Boolean({ description: 'Whether this is the control (the page unchanged); exactly one per test.' }),
-  weight: Type.Number({ description: 'Share of enrolled visitors sent to this variant (the weights of a test sum to 1).' }),
-  ops: Type.Array(OpSchema, { description: 'The page changes this variant applies.' }),
-  redirect_url: Nullable(Type.String(), 'Absolute URL the visitor is redirected to instead of applying ops; null for none.'),
-}, { description: 'A variant.' });
-
-const TestOut = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The test id.' }),
-  property_id: Type.String({ format: 'uuid', description: 'The property (website) the test runs on.' }),
-  name: Type.String({ description: 'The test name.' }),
-  page_url: Type.String({ description: 'The page the test runs on (host and path are matched; query and fragment ignored).' }),
-  hypothesis: Nullable(Type.String(), 'What the test is expected to show.'),
-  goal: GoalSchema,
-  status: Type.Union(TEST_STATUSES.map((s) => Type.Literal(s)), { description: 'draft, running, paused, completed, shipped or archived '
-    + '(see the allowed moves in the description of PATCH).' }),
-  traffic_split: Type.Number({ description: 'Share of visitors enrolled (0.05 to 1); the rest see the page unchanged and are not counted.' }),
-  hash_version: Type.Union([Type.Literal(1), Type.Literal(2)], { description: 'The bucketing hash the test assigns visitors with, fixed '
-    + 'at creation: 2 (FNV-1a with a finalizer) for new tests, 1 (plain FNV-1a) for tests created before it existed.' }),
-  winner_variant_id: Nullable(Type.String(), 'The variant the results rule declared the winner (completed tests); null otherwise.'),
-  shipped_variant_id: Nullable(Type.String(), 'The variant made permanent by POST ship; null until shipped.'),
-  variants: Type.Array(VariantOut, { description: 'The variants, control included.' }),
-  started_at: Nullable(Type.String({ format: 'date-time' }), 'When the test last started or resumed.'),
-  completed_at: Nullable(Type.String({ format: 'date-time' }), 'When the results rule completed it.'),
-  shipped_at: Nullable(Type.String({ format: 'date-time' }), 'When a variant was shipped.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the test was created.' }),
-  updated_at: Type.String({ format: 'date-time', description: 'When the test last changed.' }),
-}, { description: 'An Optimize test.' });
-
-const PropertyOut = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The property id.' }),
-  domain: Type.String({ description: 'The registered host name; pages on it and its subdomains can run tests.' }),
-  name: Type.String({ description: 'A display name (defaults to the domain).' }),
-  public_key: Type.String({ description: 'Identifies the property to the tag and the collector; grants nothing else.' }),
-  verified_at: Nullable(Type.String({ format: 'date-time' }), 'When the tag first loaded from a page on the domain; null before.'),
-  created_at: Type.String({ format: 'date-time', description: 'When the property was registered.' }),
-}, { description: 'A registered website.' });
-
-const ConversionOut = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'The conversion id.' }),
-  test_id: Type.String({ format: 'uuid', description: 'The test.' }),
-  variant_id: Type.String({ format: 'uuid', description: 'The visitor\'s recorded variant.' }),
-  visitor_id: Type.String({ description: 'The tag\'s visitor id (rd_sid cookie).' }),
-  source: Type.Union([Type.Literal('tag'), Type.Literal('api')], { description: 'tag: the test\'s goal reached in the browser; api: POST /v1/optimize/conversions.' }),
-  goal_type: Nullable(Type.String(), 'tag conversions: the goal type reached.'),
-  value: Type.Number({ description: 'The value in major units (USD).' }),
-  value_cents: Type.Integer({ description: 'The value in cents.' }),
-  currency: Type.String({ description: 'Always USD.' }),
-  metadata: Type.Record(Type.String(), Type.Unknown(), { description: 'The metadata sent with an API conversion.' }),
-  counted: Type.Boolean({ description: 'Whether this is the visitor\'s first conversion of the test (the one results count).' }),
-  created_at: Type.String({ format: 'date-time', description: 'When it was recorded.' }),
-}, { description: 'A conversion.' });
 
 const VARIANTS_EXAMPLE = [
   { id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f71', name: 'Control', is_control: true, weight: 0.5, ops: [], redirect_url: null },
@@ -134,7 +57,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       domain: Type.String({ minLength: 1, maxLength: 253, description: 'Host name such as www.example.com (no scheme, port or path).' }),
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Display name; defaults to the domain.' })),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: PropertyOut }) },
+    response: { status: 201, schema: Type.Object({ data: PropertyResponse }) },
     errors: ['property_exists'],
     handler: async ({ deps, principal, body }) =>
       ({ status: 201, body: { data: propertyView(await createProperty(deps.db, principal.organizationId, body)) } }),
@@ -144,7 +67,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     description: 'Lists the organization\'s registered websites, oldest first, with verified_at (set the first time the tag loaded '
       + 'from a page on the domain, as told by the request\'s Origin or Referer). Read-only.',
     examples: { response: { data: [PROPERTY_EXAMPLE] } },
-    response: { status: 200, schema: Type.Object({ data: Type.Array(PropertyOut, { description: 'The properties.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(PropertyResponse, { description: 'The properties.' }) }) },
     handler: async ({ deps, principal }) =>
       ({ status: 200, body: { data: (await listProperties(deps.db, principal.organizationId)).map(propertyView) } }),
   });
@@ -156,15 +79,11 @@ export const optimizeRoutes: Plugin = (routes) => {
       script_tag: `<script src="https://api.example.com/v1/optimize/tag.js?k=${PROPERTY_EXAMPLE.public_key}"></script>` } } },
     query: Type.Object({ property_id: Type.Optional(Type.String({ description: 'The property (default: the first registered).' })) },
       { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Object({
-      property_id: Type.String({ description: 'The property.' }),
-      public_key: Type.String({ description: 'The property\'s public key (identifies it; grants nothing else).' }),
-      script_tag: Type.String({ description: 'The tag to paste into <head>.' }),
-    }, { description: 'The snippet.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: SnippetResponse }) },
     errors: ['not_found'],
     handler: async (ctx) => {
       const p = await getProperty(ctx.deps.db, ctx.principal.organizationId, ctx.query.property_id);
-      return { status: 200, body: { data: { property_id: p.id, public_key: p.public_key, script_tag: scriptTag(ctx.baseUrl, p.public_key) } } };
+      return { status: 200, body: { data: snippetView(p, ctx.baseUrl) } };
     },
   });
 
@@ -195,7 +114,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       start: Type.Optional(Type.Boolean({ description: 'Start serving at once (default false: a draft).' })),
       property_id: Type.Optional(Type.String({ description: 'The property; default the one whose domain holds page_url.' })),
     }, { additionalProperties: false }),
-    response: { status: 201, schema: Type.Object({ data: TestOut }) },
+    response: { status: 201, schema: Type.Object({ data: TestResponse }) },
     handler: async (ctx) => testReply(201)(await createTest(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(testReply(201)))),
   });
   routes.add({
@@ -207,7 +126,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       limit: PageQuery.limit,
       offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100000, default: 0, description: 'How many tests to skip.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(TestOut, { description: 'The tests, newest first.' }), meta: Type.Object({
+    response: { status: 200, schema: Type.Object({ data: Type.Array(TestResponse, { description: 'The tests, newest first.' }), meta: Type.Object({
       page_size: Type.Integer({ description: 'The limit used.' }), offset: Type.Integer({ description: 'The offset used.' }),
       total_results: Type.Integer({ description: 'How many tests match.' }) }, { description: 'Paging information.' }) }) },
     handler: async ({ deps, principal, query }) => {
@@ -221,7 +140,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/optimize/tests/{id}', scope: 'optimize:read', tag: TAG, summary: 'Read a test',
     description: 'One test of the organization with its goal and variants. Read-only.',
     examples: { response: { data: TEST_EXAMPLE } }, params: IdParams,
-    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    response: { status: 200, schema: Type.Object({ data: TestResponse }) },
     handler: async ({ deps, principal, params }) => ({ status: 200, body: { data: testView(await getTest(deps.db, principal.organizationId, params.id)) } }),
   });
   routes.add({
@@ -240,7 +159,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       traffic_split: Type.Optional(Type.Number({ minimum: 0.05, maximum: 1, description: 'Share of visitors enrolled, 0.05 to 1.' })),
       status: Type.Optional(Type.Union([Type.Literal('running'), Type.Literal('paused')], { description: 'running starts or resumes; paused pauses.' })),
     }, { additionalProperties: false, minProperties: 1 }),
-    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    response: { status: 200, schema: Type.Object({ data: TestResponse }) },
     errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await updateTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(testReply(200)))),
   });
@@ -249,7 +168,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     description: 'Archives the test: it stops serving and counting; its results stay readable and a shipped variant stays shipped. '
       + 'Archiving an archived test answers 409 state_conflict.',
     examples: { response: { data: { ...TEST_EXAMPLE, status: 'archived' } } }, params: IdParams,
-    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    response: { status: 200, schema: Type.Object({ data: TestResponse }) },
     errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await archiveTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(testReply(200)))),
   });
@@ -261,7 +180,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       response: { data: { ...TEST_EXAMPLE, status: 'shipped', shipped_variant_id: VARIANTS_EXAMPLE[1].id, shipped_at: '2026-11-25T09:00:00.000Z' } } },
     params: IdParams,
     body: Type.Object({ variant_id: Type.String({ description: 'The variant to make permanent.' }) }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: TestOut }) },
+    response: { status: 200, schema: Type.Object({ data: TestResponse }) },
     errors: ['state_conflict'],
     handler: async (ctx) => testReply(200)(await shipTest(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.variant_id, ctx.idempotent(testReply(200)))),
   });
@@ -286,40 +205,10 @@ export const optimizeRoutes: Plugin = (routes) => {
       srm: { p_value: 1, mismatch: false, warning: null },
       daily: [{ variant_id: VARIANTS_EXAMPLE[0].id, day: '2026-11-21', impressions: 1000, conversions: 50, revenue_cents: 0 }],
     } } },
-    response: { status: 200, schema: Type.Object({ data: Type.Object({
-      test_id: Type.String({ description: 'The test.' }),
-      status: Type.String({ description: 'The test status after the completion rule ran.' }),
-      variants: Type.Array(Type.Object({
-        variant_id: Type.String({ description: 'The variant.' }), name: Type.String({ description: 'Its name.' }),
-        is_control: Type.Boolean({ description: 'Whether it is the control.' }),
-        impressions: Type.Integer({ description: 'Visitors shown the variant (once each).' }),
-        conversions: Type.Integer({ description: 'Visitors who converted (once each).' }),
-        conversion_rate: Type.Number({ description: 'conversions / impressions (0 without impressions).' }),
-        lift: Nullable(Type.Number(), 'Relative change of the conversion rate vs the control; null for the control or a zero control rate.'),
-        p_value: Nullable(Type.Number(), 'Two-sided two-proportion z-test vs the control; null for the control or too little data.'),
-        probability_to_beat_control: Nullable(Type.Number(), 'P(rate > control rate) under Beta(1,1) priors; null for the control.'),
-        revenue_cents: Type.Integer({ description: 'Sum of the values of the variant\'s conversions, in cents.' }),
-      }, { additionalProperties: true, description: 'One variant\'s results.' }), { description: 'Per variant.' }),
-      decision: Type.Object({
-        reason: Type.Union(['winner', 'collecting', 'no_difference', 'inconclusive'].map((r) => Type.Literal(r)), { description: 'The decision.' }),
-        winner_variant_id: Nullable(Type.String(), 'Set only for winner.'),
-      }, { additionalProperties: true, description: 'The decision and why.' }),
-      srm: Type.Object({
-        p_value: Nullable(Type.Number(), 'Chi-square goodness-of-fit p-value of the observed traffic vs the weights.'),
-        mismatch: Type.Boolean({ description: 'p_value < 0.001: traffic departs from the weights; distrust the results.' }),
-        warning: Nullable(Type.String(), 'A sentence when mismatch is true.'),
-      }, { additionalProperties: true, description: 'Sample-ratio mismatch check.' }),
-      daily: Type.Array(Type.Object({
-        variant_id: Type.String({ description: 'The variant.' }), day: Type.String({ description: 'UTC day, YYYY-MM-DD.' }),
-        impressions: Type.Integer({ description: 'Impressions that day.' }), conversions: Type.Integer({ description: 'Conversions that day.' }),
-        revenue_cents: Type.Integer({ description: 'Revenue that day, cents.' }),
-      }, { description: 'One variant\'s day.' }), { description: 'Per variant per UTC day.' }),
-    }, { description: 'The results.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: ResultsResponse }) },
     handler: async ({ deps, principal, params }) => {
       const tw = await getTest(deps.db, principal.organizationId, params.id);
-      const { results, completed } = await evaluateTest(deps.db, tw);
-      const status = completed ? 'completed' : tw.test.status;
-      return { status: 200, body: { data: { test_id: tw.test.id, status, ...results } } };
+      return { status: 200, body: { data: resultsView(tw, await evaluateTest(deps.db, tw)) } };
     },
   });
 
@@ -341,11 +230,7 @@ export const optimizeRoutes: Plugin = (routes) => {
       metadata: Type.Optional(Type.Record(Type.String({ pattern: NOT_PROTOTYPE_KEY }), Type.Unknown(),
         { additionalProperties: false, description: 'Free-form (at most 4 KB); order_id makes the write idempotent.' })),
     }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Object({
-      recorded: Type.Boolean({ description: 'false when a conversion with this metadata.order_id was already recorded.' }),
-      test_id: Type.String({ description: 'The test.' }),
-      variant_id: Type.String({ description: 'The visitor\'s recorded variant.' }),
-    }, { description: 'The outcome.' }) }) },
+    response: { status: 200, schema: Type.Object({ data: ConversionOutcomeResponse }) },
     errors: ['not_found', 'visitor_not_assigned'],
     handler: async (ctx) => {
       const reply = (r: ConversionResult) => ({ status: 200, body: { data: r } });
@@ -358,7 +243,7 @@ export const optimizeRoutes: Plugin = (routes) => {
     description: 'The conversions recorded for a test (tag goals and API conversions), newest first; paged with limit, order and cursor.',
     examples: { response: { data: [CONVERSION_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object({ test_id: Type.String({ description: 'The test.' }), ...PageQuery }, { additionalProperties: false }),
-    response: { status: 200, schema: Type.Object({ data: Type.Array(ConversionOut, { description: 'The conversions.' }), meta: ListMeta }) },
+    response: { status: 200, schema: Type.Object({ data: Type.Array(ConversionResponse, { description: 'The conversions.' }), meta: ListMeta }) },
     errors: ['not_found'],
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params(`optimize-conversions:${query.test_id}`, query);

@@ -2,12 +2,14 @@
 // tester's handset showed, once the call reached a terminal carrier state. A corrected observation keeps the
 // before/after snapshot in spam_test_observation_audit; callback_verified is only ever set by an operator's
 // attestation (recorded with who and when), never automatically.
+import type { Static } from '@sinclair/typebox';
 import type { Db, WithinTx } from '../db.ts';
 import { isTerminal } from '../calls/model.ts';
 import { DomainError, notFound, validationError, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import type { Outcome } from './policy.ts';
-import { findSession, getAttempt, HUMAN_MODES, type AttemptRow } from './sessions.ts';
+import { attemptView, findSession, getAttempt, HUMAN_MODES, type AttemptRow, type Handset } from './sessions.ts';
+import type { AuditResponse, InboundResponse, ObservationResultResponse } from './schemas.ts';
 import { recountSummary } from './summary.ts';
 
 interface CallFacts {
@@ -66,19 +68,28 @@ export async function createAttempt(db: Db, organizationId: string, userId: stri
 export interface ObservationInput {
   outcome: Outcome;
   observed_label: string;
-  handset: { manufacturer: string; model: string; os: string };
+  handset: Handset;
   callback_verified?: boolean;
 }
 
-const snapshot = (a: AttemptRow) => (a.outcome === null && !a.callback_attested_by_user_id ? null : {
+/** What the audit keeps of an attempt before and after a posting (null: nothing observed or attested yet). */
+interface Snapshot { outcome: Outcome | null; observed_label: string | null; handset: Handset | null; callback_verified: boolean }
+
+const snapshot = (a: AttemptRow): Snapshot | null => (a.outcome === null && !a.callback_attested_by_user_id ? null : {
   outcome: a.outcome, observed_label: a.observed_label, handset: a.handset, callback_verified: a.callback_verified,
 });
+
+/** An attempt after a posting, with every posting of its observation. */
+export interface ObservationResult { attempt: AttemptRow; audit: Audit }
+
+export const observationResultView = (r: ObservationResult): Static<typeof ObservationResultResponse> =>
+  ({ attempt: attemptView(r.attempt), audit: r.audit });
 
 /** Seconds a client waits before retrying an observation on a live call. */
 export const OBSERVATION_RETRY_SECONDS = 5;
 
 export async function recordObservation(db: Db, organizationId: string, userId: string, attemptId: string, input: ObservationInput,
-  now: number, within?: WithinTx<{ attempt: AttemptRow; audit: unknown[] }>): Promise<{ attempt: AttemptRow; audit: unknown[] }> {
+  now: number, within?: WithinTx<ObservationResult>): Promise<ObservationResult> {
   return db.tx(async (tx) => {
     const a = await getAttempt(tx, organizationId, attemptId, true);
     if (!a) throw notFound(`Attempt ${attemptId}`);
@@ -110,16 +121,18 @@ export async function recordObservation(db: Db, organizationId: string, userId: 
   });
 }
 
-export async function auditOf(q: Db | Parameters<WithinTx<unknown>>[0], attemptId: string) {
-  const rows = await q.any(
+type Audit = Static<typeof AuditResponse>;
+
+/** Every posting of an attempt's observation, oldest first. after is never null: a posting always sets an outcome. */
+export async function auditOf(q: Db | Parameters<WithinTx<unknown>>[0], attemptId: string): Promise<Audit> {
+  const rows = await q.any<{ user_id: string; before: Snapshot | null; after: Snapshot; created_at: Date }>(
     `SELECT user_id, before, after, created_at FROM spam_test_observation_audit WHERE attempt_id = $1 ORDER BY id`, [attemptId]);
-  return rows.map((r: { user_id: string; before: unknown; after: unknown; created_at: Date }) =>
-    ({ recorded_by_user_id: r.user_id, before: r.before, after: r.after, recorded_at: r.created_at.toISOString() }));
+  return rows.map((r) => ({ recorded_by_user_id: r.user_id, before: r.before, after: r.after, recorded_at: r.created_at.toISOString() }));
 }
 
 /** GET .../sessions/{id}/inbound?phone_id=: the latest call from the tester to the queued number since the
  *  session started (existing inbound routing only; nothing is redirected). */
-export async function inboundProgress(db: Db, organizationId: string, sessionId: string, phoneId: number) {
+export async function inboundProgress(db: Db, organizationId: string, sessionId: string, phoneId: number): Promise<Static<typeof InboundResponse>> {
   const session = await findSession(db, organizationId, sessionId);
   if (!session) throw notFound(`Spam-test session ${sessionId}`);
   if (!session.phone_ids.includes(phoneId)) throw validationError({ phone_id: 'is not in this session\'s queue' });

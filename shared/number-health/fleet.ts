@@ -2,12 +2,14 @@
 // numbers are read in keyset pages of ids and their facts in batches, so a page costs a handful of queries
 // whatever the fleet size. A state filter is computed (evidence depends on the time), so it scans batches until
 // the page is full.
+import type { Static } from '@sinclair/typebox';
 import type { Db } from '../db.ts';
 import { isUuid } from '../ids.ts';
 import type { PageParams } from '../pagination.ts';
 import type { EvidenceState } from './evidence.ts';
 import { evidenceOf, loadFacts, type NumberFacts } from './facts.ts';
 import { PROVIDER_FRESH_MS } from './policy.ts';
+import type { FleetItemResponse } from './schemas.ts';
 import { membershipsOf } from './sets.ts';
 
 export interface FleetFilter { team_id?: string; number_set_id?: string; area_code?: string; state?: EvidenceState }
@@ -80,7 +82,7 @@ export async function activeIdsInState(db: Db, organizationId: string, state: Ev
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** An item of GET /v1/number-health/numbers. */
-export function fleetItemView({ facts: f, memberships, evidence: e }: FleetItem, now: number) {
+export function fleetItemView({ facts: f, memberships, evidence: e }: FleetItem, now: number): Static<typeof FleetItemResponse> {
   const missing = [
     ...(f.cnam_display_name.trim() === '' || f.cnam_status === 'failed' ? ['identity'] : []),
     ...(f.reputation_enrolled_at === null ? ['monitoring'] : []),

@@ -1,8 +1,10 @@
 // The readiness policy of Number Health, in one place: the thresholds of the reference's Limits table, the UTC-day
 // dedup rule and the freshness windows. The evidence function, the readiness recount and GET
 // /v1/number-health/policy all read these constants.
+import type { Static } from '@sinclair/typebox';
 import { FRESH_CHECK_PRICE_CENTS, REMEDIATION_PRICE_CENTS } from '../caller-trust/prices.ts';
 import { MOBILE_NETWORKS } from '../mobile-networks.ts';
+import type { PolicyResponse } from './schemas.ts';
 
 export const POLICY_VERSION = '2026-11-23';
 
@@ -43,7 +45,7 @@ export const NON_NEGATIVE_OUTCOMES: readonly Outcome[] = ['CLEAN', 'NUMBER_ONLY'
 export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** The body of GET /v1/number-health/policy. */
-export function policyView() {
+export function policyView(): Static<typeof PolicyResponse> {
   return {
     policy_version: POLICY_VERSION,
     thresholds: {

@@ -5,25 +5,19 @@
 // adding or retiring one member moves only the destinations that hashed to it. Nothing is reserved. Members'
 // evidence comes from number_evidence_cache (evidence-cache.ts), computed for the members whose row is missing
 // or expired.
+import type { Static } from '@sinclair/typebox';
 import { DomainError } from '../errors.ts';
 import type { Db } from '../db.ts';
 import { isUuid } from '../ids.ts';
 import { notFound } from '../errors.ts';
 import type { EvidenceState, RecommendedAction } from './evidence.ts';
 import { refreshEvidence } from './evidence-cache.ts';
+import type { ResolutionResponse } from './schemas.ts';
 
 export const SELECTION_SOURCE = 'number_set_sticky_health';
 
-export interface Resolution {
-  number_set_id: string;
-  phone_id: number;
-  from_number: string;
-  evidence_state: EvidenceState;
-  health_warning: string | null;
-  recommended_action: RecommendedAction;
-  selection_source: typeof SELECTION_SOURCE;
-  eligible_members: number;
-}
+/** What the preview answers: resolveNumberSet builds the API shape itself, so it is the response schema's type. */
+export type Resolution = Static<typeof ResolutionResponse>;
 
 /** FNV-1a over the key, then a murmur3 finalizer: a well-spread 32-bit weight per (destination, number). */
 export function rendezvousWeight(destination: string, phoneId: number): number {

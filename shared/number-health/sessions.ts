@@ -6,10 +6,12 @@
 //     PAUSED           -> ACTIVE | COMPLETED | CANCELLED
 //     COMPLETED, CANCELLED: final
 //   The same status again is a no-op (200). Attempts attach only while ACTIVE.
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { notFound, validationError, stateConflict } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
-import type { TesterNetwork } from './policy.ts';
+import type { Outcome, TesterNetwork } from './policy.ts';
+import type { AttemptResponse, SessionResponse } from './schemas.ts';
 import { activeIdsInState } from './fleet.ts';
 
 export const MODES = ['RAPID_AUDIT', 'HUMAN_READINESS', 'CONNECTIVITY_QA'] as const;
@@ -41,31 +43,41 @@ export interface SessionRow {
   compare_alternates: boolean; phone_ids: number[]; status: SessionStatus; created_at: Date; updated_at: Date;
 }
 
-export interface AttemptRow {
+/** The tester's handset, as the observation recorded it. */
+export interface Handset { manufacturer: string; model: string; os: string }
+
+/** recordObservation writes an observation's columns in one UPDATE: all null before the first, all set after. */
+type ObservationColumns =
+  | { outcome: null; observed_label: null; handset: null; observed_at: null; observed_by_user_id: null }
+  | { outcome: Outcome; observed_label: string; handset: Handset; observed_at: Date; observed_by_user_id: string };
+/** The callback attestation's who and when are written together too: both null until an operator attests. */
+type AttestationColumns =
+  | { callback_attested_by_user_id: null; callback_attested_at: null }
+  | { callback_attested_by_user_id: string; callback_attested_at: Date };
+
+export type AttemptRow = {
   id: string; session_id: string; organization_id: string; phone_id: number; call_id: string; created_by_user_id: string;
-  created_at: Date; outcome: string | null; observed_label: string | null; handset: Record<string, string> | null;
-  observed_at: Date | null; observed_by_user_id: string | null; callback_verified: boolean;
-  callback_attested_by_user_id: string | null; callback_attested_at: Date | null;
+  created_at: Date; callback_verified: boolean;
   /** Joined from the call. */
   call_direction?: string; call_status?: string; duration_seconds?: number | null;
+} & ObservationColumns & AttestationColumns;
+
+export function attemptView(a: AttemptRow): Static<typeof AttemptResponse> {
+  return {
+    id: a.id, session_id: a.session_id, phone_id: a.phone_id, call_id: a.call_id,
+    call_direction: a.call_direction ?? null, call_status: a.call_status ?? null, duration_seconds: a.duration_seconds ?? null,
+    created_by_user_id: a.created_by_user_id, created_at: a.created_at.toISOString(),
+    observation: a.outcome === null ? null : {
+      outcome: a.outcome, observed_label: a.observed_label, handset: a.handset, recorded_at: a.observed_at.toISOString(),
+      recorded_by_user_id: a.observed_by_user_id,
+    },
+    callback_verified: a.callback_verified,
+    callback_attestation: a.callback_attested_by_user_id
+      ? { attested_by_user_id: a.callback_attested_by_user_id, attested_at: a.callback_attested_at.toISOString() } : null,
+  };
 }
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-export const attemptView = (a: AttemptRow) => ({
-  id: a.id, session_id: a.session_id, phone_id: a.phone_id, call_id: a.call_id,
-  call_direction: a.call_direction ?? null, call_status: a.call_status ?? null, duration_seconds: a.duration_seconds ?? null,
-  created_by_user_id: a.created_by_user_id, created_at: a.created_at.toISOString(),
-  observation: a.outcome === null ? null : {
-    outcome: a.outcome, observed_label: a.observed_label, handset: a.handset, recorded_at: iso(a.observed_at),
-    recorded_by_user_id: a.observed_by_user_id,
-  },
-  callback_verified: a.callback_verified,
-  callback_attestation: a.callback_attested_by_user_id
-    ? { attested_by_user_id: a.callback_attested_by_user_id, attested_at: iso(a.callback_attested_at) } : null,
-});
-
-export const sessionView = (s: SessionRow, attempts: AttemptRow[]) => ({
+export const sessionView = (s: SessionRow, attempts: AttemptRow[]): Static<typeof SessionResponse> => ({
   id: s.id,
   status: s.status,
   mode: s.mode,

@@ -1,9 +1,11 @@
 // Number Sets: named groups of owned numbers for caller-ID selection. Members are upserted (a PATCH never removes
 // an omitted member); RETIRED only takes a member out of selection (no release, no billing change, history kept).
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
+import type { MemberResponse, NumberSetResponse } from './schemas.ts';
 
 export const MEMBER_ROLES = ['PRIMARY', 'ALTERNATE'] as const;
 export const MEMBER_STATES = ['ACTIVE', 'STANDBY', 'PREPARING', 'RETIRED'] as const;
@@ -20,12 +22,12 @@ export interface SetRow {
   created_by_user_id: string; updated_by_user_id: string; created_at: Date; updated_at: Date; members: MemberRow[];
 }
 
-export const memberView = (m: MemberRow) => ({
+export const memberView = (m: MemberRow): Static<typeof MemberResponse> => ({
   phone_id: m.phone_id, phone_number: m.phone_number, role: m.role, state: m.state, outbound_enabled: m.outbound_enabled,
   priority: m.priority, updated_at: m.updated_at.toISOString(),
 });
 
-export const setView = (s: SetRow) => ({
+export const setView = (s: SetRow): Static<typeof NumberSetResponse> => ({
   id: s.id, name: s.name, use_case: s.use_case, identification_guidance: s.identification_guidance,
   members: s.members.map(memberView), created_by_user_id: s.created_by_user_id, updated_by_user_id: s.updated_by_user_id,
   created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString(),

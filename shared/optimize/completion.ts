@@ -1,5 +1,7 @@
+import type { Static } from '@sinclair/typebox';
 import type { Db } from '../db.ts';
 import { computeResults, type OptimizeResults } from './results.ts';
+import type { ResultsResponse } from './schemas.ts';
 import { completeTest, getTest, type TestWithVariants } from './tests.ts';
 
 // The completion rule: a running test whose results decide `winner` or `no_difference` completes (with
@@ -23,6 +25,10 @@ export async function evaluateTest(db: Db, tw: TestWithVariants): Promise<{ resu
   }
   return { results, completed };
 }
+
+/** GET .../results: the results the rule decided on, with the status it left the test in. */
+export const resultsView = (tw: TestWithVariants, { results, completed }: { results: OptimizeResults; completed: boolean }): Static<typeof ResultsResponse> =>
+  ({ test_id: tw.test.id, status: completed ? 'completed' : tw.test.status, ...results });
 
 /** The rollup's pass over the tests it counted for. */
 export async function evaluateTests(db: Db, testIds: string[]): Promise<number> {

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { DomainError, validationError } from '../errors.ts';
@@ -7,6 +8,7 @@ import { keysetClause, type PageParams } from '../pagination.ts';
 import type { Keyer } from '../redis.ts';
 import { VISITOR_ID } from './bucketing.ts';
 import { seenKey } from './collector.ts';
+import type { ConversionOutcomeResponse, ConversionResponse } from './schemas.ts';
 import { getTest } from './tests.ts';
 
 // Conversions reported by the organization's own systems (an order, a signed contract). The variant is the visitor's
@@ -19,14 +21,15 @@ export interface ConversionRow {
   counted: boolean; created_at: Date;
 }
 
-export const conversionView = (c: ConversionRow) => ({
+export const conversionView = (c: ConversionRow): Static<typeof ConversionResponse> => ({
   id: c.id, test_id: c.test_id, variant_id: c.variant_id, visitor_id: c.visitor_id, source: c.source, goal_type: c.goal_type,
   value: c.value_cents / 100, value_cents: c.value_cents, currency: c.currency, metadata: c.metadata, counted: c.counted,
   created_at: c.created_at.toISOString(),
 });
 
 export interface ConversionInput { test_id: string; visitor_id: string; value?: number; currency?: 'USD'; metadata?: Record<string, unknown> }
-export interface ConversionResult { recorded: boolean; test_id: string; variant_id: string }
+/** What recording answers, as is (recordConversion builds the API shape itself). */
+export type ConversionResult = Static<typeof ConversionOutcomeResponse>;
 
 /** The visitor's recorded variant: rolled up in PostgreSQL, or still in the collector's Redis record (then written
  *  through to PostgreSQL here; the rollup's insert of the same assignment is a no-op). */

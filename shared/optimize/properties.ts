@@ -1,6 +1,8 @@
+import type { Static } from '@sinclair/typebox';
 import { randomToken, uuidv7 } from '../ids.ts';
 import { DomainError, notFound, validationError } from '../errors.ts';
 import type { Db } from '../db.ts';
+import type { PropertyResponse, SnippetResponse } from './schemas.ts';
 
 // Properties: the websites an organization tests. The public key only identifies the property to the tag and the
 // collector (it grants nothing else). verified_at is set the first time the tag loads from a page on the domain.
@@ -15,7 +17,7 @@ export interface PropertyRow {
   verified_at: Date | null; created_at: Date;
 }
 
-export const propertyView = (p: PropertyRow) => ({
+export const propertyView = (p: PropertyRow): Static<typeof PropertyResponse> => ({
   id: p.id, domain: p.domain, name: p.name, public_key: p.public_key,
   verified_at: p.verified_at?.toISOString() ?? null, created_at: p.created_at.toISOString(),
 });
@@ -64,6 +66,10 @@ export async function getProperty(db: Db, organizationId: string, id?: string): 
 
 /** The one <script> tag to paste into <head>: synchronous on purpose, so the variant applies before first paint. */
 export const scriptTag = (baseUrl: string, publicKey: string) => `<script src="${baseUrl}/v1/optimize/tag.js?k=${publicKey}"></script>`;
+
+/** GET /v1/optimize/snippet: the property's tag, served from this API's base URL. */
+export const snippetView = (p: PropertyRow, baseUrl: string): Static<typeof SnippetResponse> =>
+  ({ property_id: p.id, public_key: p.public_key, script_tag: scriptTag(baseUrl, p.public_key) });
 
 /** Sets verified_at once (the first tag load from the domain). */
 export async function markVerified(db: Db, propertyId: string): Promise<void> {

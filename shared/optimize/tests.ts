@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
@@ -6,6 +7,7 @@ import { CURRENT_HASH_VERSION, type HashVersion } from './bucketing.ts';
 import { goalErrors, normalizeGoal, type Goal } from './goals.ts';
 import { opErrors, unsafeUrlReason, type Op } from './ops.ts';
 import { hostOnDomain, type PropertyRow } from './properties.ts';
+import type { TestResponse, VariantResponse } from './schemas.ts';
 import { assertMove, isEditable, type TestStatus } from './states.ts';
 
 // Optimize tests: create, read, change, start/pause, archive, ship, complete. Each state change and its event commit
@@ -33,11 +35,11 @@ export interface TestInput {
 }
 export interface TestPatch { name?: string; hypothesis?: string | null; page_url?: string; traffic_split?: number; status?: 'running' | 'paused' }
 
-export const variantView = (v: VariantRow) => ({
+export const variantView = (v: VariantRow): Static<typeof VariantResponse> => ({
   id: v.id, name: v.name, is_control: v.is_control, weight: Number(v.weight), ops: v.ops, redirect_url: v.redirect_url,
 });
 
-export function testView({ test: t, variants }: TestWithVariants) {
+export function testView({ test: t, variants }: TestWithVariants): Static<typeof TestResponse> {
   return {
     id: t.id, property_id: t.property_id, name: t.name, page_url: t.page_url, hypothesis: t.hypothesis, goal: t.goal,
     status: t.status, traffic_split: Number(t.traffic_split), hash_version: t.hash_version, winner_variant_id: t.winner_variant_id,

@@ -18,14 +18,14 @@ export type DirStatus = (typeof DIR_STATUSES)[number];
 export const DISPLAY_NAME_MAX = 64;
 export const CALL_REASON_MAX = 120;
 
-export interface BrandRow {
+/** putBrand writes the logo's columns in one UPDATE: all null without a logo, all set with one. */
+type LogoColumns = { logo_sha256: null; logo_size: null; logo_side: null } | { logo_sha256: string; logo_size: number; logo_side: number };
+
+export type BrandRow = LogoColumns & {
   organization_id: string;
   status: DirStatus;
   display_name: string | null;
   call_reason: string | null;
-  logo_sha256: string | null;
-  logo_size: number | null;
-  logo_side: number | null;
   enterprise_id: string | null;
   networks: Partial<Record<Network, { status: 'pending' | 'live'; updated_at: string }>>;
   review_provider: string | null;
@@ -34,7 +34,7 @@ export interface BrandRow {
   approved_at: Date | null;
   created_at: Date;
   updated_at: Date;
-}
+};
 
 export interface BrandInput {
   display_name?: string;

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
 import type { Db, WithinTx } from '../../db.ts';
 import { DomainError, notFound } from '../../errors.ts';
@@ -11,6 +12,7 @@ import { SpendCharges } from '../../spend/charges.ts';
 import { REMEDIATION_PRICE_CENTS } from '../prices.ts';
 import { isFlagged, type RemediationKind, type RemediationStatus, type ReputationProvider } from './provider.ts';
 import { enqueueRemediationPoll, remediationJobId, remediationQueue } from './queue.ts';
+import type { RemediationResponse } from './schemas.ts';
 import { ownedNumber, readEvidence } from './store.ts';
 
 // Remediation cases for flagged numbers: open -> in_review -> resolved | rejected, moved by the provider's answers
@@ -36,7 +38,7 @@ export const REMEDIATION_EVENT = 'reputation.remediation.updated';
 
 export const CALL_PURPOSE = 'Outbound business calls placed by a customer of the platform.';
 
-export const remediationView = (r: RemediationRow) => ({
+export const remediationView = (r: RemediationRow): Static<typeof RemediationResponse> => ({
   id: r.id,
   phone_number: r.phone_number,
   kind: r.kind,

@@ -1,9 +1,11 @@
+import type { Static } from '@sinclair/typebox';
 import type { Db, Tx } from '../../db.ts';
 import { notFound, validationError } from '../../errors.ts';
 import { keysetClause, type PageParams } from '../../pagination.ts';
 import { isE164 } from '../../phone/e164.ts';
 import { MOBILE_NETWORKS, type MobileNetwork, type RiskLevel } from '../../mobile-networks.ts';
 import { isFlagged, type NetworkEvidence } from './provider.ts';
+import type { ReputationResponse } from './schemas.ts';
 
 // The cached evidence (number_reputation, one row per number and carrier; Number Health reads the same rows): read
 // one number's, list the organization's with filters, write a refresh.
@@ -49,7 +51,8 @@ export async function writeEvidence(tx: Tx, n: OwnedNumber, evidence: NetworkEvi
 }
 
 /** The API shape of one number's evidence. */
-export function reputationView(n: Pick<OwnedNumber, 'id' | 'phone_number' | 'reputation_enrolled_at'>, rows: EvidenceRow[], freshnessMs: number, now = Date.now()) {
+export function reputationView(n: Pick<OwnedNumber, 'id' | 'phone_number' | 'reputation_enrolled_at'>, rows: EvidenceRow[], freshnessMs: number,
+  now = Date.now()): Static<typeof ReputationResponse> {
   const carriers = {} as Record<MobileNetwork, { risk_level: RiskLevel | null; displayed_label: string | null; checked_at: string | null }>;
   for (const c of MOBILE_NETWORKS) {
     const r = rows.find((x) => x.carrier === c);
