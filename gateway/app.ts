@@ -3,6 +3,7 @@ import { createReputationProvider } from '../shared/caller-trust/reputation/sett
 import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { Cursors } from '../shared/pagination.ts';
+import { AccountReader } from '../shared/accounts/snapshot.ts';
 import type { ProcessDeps } from '../shared/process.ts';
 import { readinessReply, type Readiness } from '../shared/readiness.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -68,7 +69,7 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
   const clock = opts.clock ?? systemClock;
   const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues, tokenKeys: services.tokenKeys };
   const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
-    reputation: createReputationProvider(db, config) });
+    reputation: createReputationProvider(db, config), accounts: new AccountReader(db) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway

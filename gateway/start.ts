@@ -35,7 +35,7 @@ export async function startGateway(config: Config, log: Logger, opts: GatewayOpt
   try {
     const readiness = storeReadiness(db, redis);
     const gateway = await buildGateway(services, readiness, opts);
-    const accountWatch = await watchAccountChanges(db, redis, services.key, log, config.faults.accountNoticeDelayMs);
+    const accountWatch = await watchAccountChanges(gateway.deps.accounts, db, redis, services.key, log, config.faults.accountNoticeDelayMs);
     stops.push(() => accountWatch.stop());
     const port = await gateway.listen(config.port, config.host);
     stops.push(() => gateway.close());

@@ -1,3 +1,4 @@
+import type { AccountReader } from '../../shared/accounts/snapshot.ts';
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
 import type { ReputationProvider } from '../../shared/caller-trust/reputation/provider.ts';
 import type { ProcessDeps } from '../../shared/process.ts';
@@ -23,6 +24,8 @@ export interface GatewayDeps extends ProcessDeps {
   calls: CallRuntime;
   /** The process's number-reputation provider (shared/caller-trust/reputation/settings.ts). */
   reputation: ReputationProvider;
+  /** What this gateway keeps of accounts (GET /v1/account, /v1/me), kept in step by watchAccountChanges. */
+  accounts: AccountReader;
 }
 
 export interface Deprecation {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { accountIdentity, accountSnapshotDocument } from '../../shared/accounts/snapshot.ts';
+import { accountSnapshotDocument } from '../../shared/accounts/snapshot.ts';
 import { AccountSnapshotResponse, MeResponse, meView } from '../../shared/accounts/views.ts';
 import type { Plugin } from '../http/types.ts';
 
@@ -19,7 +19,7 @@ export const accountRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: AccountSnapshotResponse }) },
     errors: ['forbidden', 'idempotency_conflict'],
     handler: async ({ deps, principal }) => {
-      const document = accountSnapshotDocument(deps.db, principal);
+      const document = accountSnapshotDocument(deps.accounts, principal);
       return { status: 200, json: document instanceof Promise ? await document : document };
     },
   });
@@ -35,6 +35,6 @@ export const accountRoutes: Plugin = (routes) => {
       scopes: ['account:read', 'calls:read', 'calls:write', 'phone_numbers:read'] } } },
     response: { status: 200, schema: Type.Object({ data: MeResponse }) },
     handler: async ({ deps, principal }) =>
-      ({ status: 200, body: { data: meView(principal, await accountIdentity(deps.db, principal)) } }),
+      ({ status: 200, body: { data: meView(principal, await deps.accounts.identity(principal.organizationId, principal.userId)) } }),
   });
 };

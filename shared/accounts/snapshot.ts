@@ -35,7 +35,9 @@ interface IdentityEntry { value: Promise<Identity>; resolved: Identity | null; e
 
 interface Waiter { resolve(f: Footprint): void; reject(e: unknown): void }
 
-class AccountReader {
+/** What one gateway keeps of organizations' accounts (identities and footprints), for GET /v1/account and the auth
+ *  path; one per process, in the gateway's deps (gateway/app.ts). */
+export class AccountReader {
   /** By organization, then user ('' for none). */
   private readonly identities = new Map<string, Map<string, IdentityEntry>>();
   private identityCount = 0;
@@ -143,14 +145,6 @@ class AccountReader {
   }
 }
 
-// The snapshots kept of the database this handle reaches; still a module-level memo (docs/status.md: the gateway's
-// auth path would own it once the stage pipeline lands).
-const readers = new WeakMap<Db, AccountReader>();
-const readerOf = (db: Db) => {
-  let r = readers.get(db);
-  if (!r) readers.set(db, (r = new AccountReader(db)));
-  return r;
-};
 
 /** Redis channel of announceAccountChange (shared/broadcast.ts). */
 const ACCOUNT_CHANGED_CHANNEL = 'events:account-changed';
@@ -160,8 +154,7 @@ const ACCOUNT_CHANGED_CHANNEL = 'events:account-changed';
  *  down) footprints are counted for every request. */
 /** noticeDelayMs: a test hook (ACCOUNT_NOTICE_FAULT_DELAY_MS): change notices arrive this much later (what a busy database
  *  or network does), to show that an API change is seen on every replica without them. */
-export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log: Logger, noticeDelayMs = 0): Promise<{ stop(): Promise<void> }> {
-  const reader = readerOf(db);
+export async function watchAccountChanges(reader: AccountReader, db: Db, redis: Redis, key: Keyer, log: Logger, noticeDelayMs = 0): Promise<{ stop(): Promise<void> }> {
   const subscriber = redis.duplicate({ enableAutoPipelining: false });
   reportRedisErrors(subscriber, log, 'account-changes');
   await onBroadcast(subscriber, redis, key, ACCOUNT_CHANGED_CHANNEL, (organizationId) => reader.forget(organizationId));
@@ -190,27 +183,15 @@ export async function watchAccountChanges(db: Db, redis: Redis, key: Keyer, log:
 /** After an API request changed an organization's footprint (a number ordered or released): returns once every
  *  gateway has dropped what it kept of it, so the next GET /v1/account on any replica shows the change. Changes
  *  made elsewhere (workers, the admin CLI) show within the database notice's latency. */
-export async function announceAccountChange(db: Db, redis: Redis, key: Keyer, organizationId: string): Promise<void> {
-  forgetAccount(db, organizationId);
+export async function announceAccountChange(reader: AccountReader, redis: Redis, key: Keyer, organizationId: string): Promise<void> {
+  reader.forget(organizationId);
   await broadcastAndAwait(redis, key, ACCOUNT_CHANGED_CHANNEL, organizationId);
-}
-
-/** Drops the kept snapshot parts of an organization, so this process's next answer reflects a write it just
- *  committed (other processes learn of it from the trigger's notice). */
-export function forgetAccount(db: Db, organizationId: string): void {
-  readers.get(db)?.forget(organizationId);
-}
-
-/** The organization and user of a credential. */
-export function accountIdentity(db: Db, p: Principal): Identity | Promise<Identity> {
-  return readerOf(db).identity(p.organizationId, p.userId);
 }
 
 /** GET /v1/account's answer: the document {"data": snapshot} (exactly the reference's fields; the footprint
  *  reflects live rows) as UTF-8 JSON. It is asked for on every request and changes rarely, so the encoded document
  *  is kept per credential and rebuilt only when the organization/user part or the footprint was replaced. */
-export function accountSnapshotDocument(db: Db, p: Principal): Buffer | Promise<Buffer> {
-  const reader = readerOf(db);
+export function accountSnapshotDocument(reader: AccountReader, p: Principal): Buffer | Promise<Buffer> {
   const footprint = reader.footprint(p.organizationId);
   const identity = reader.identity(p.organizationId, p.userId);
   // Both are usually in memory: then the answer is ready without a promise.
