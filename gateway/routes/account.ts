@@ -35,7 +35,7 @@ const Me = Type.Object({
   organization: Type.Object(orgFields(), { description: 'The credential\'s organization.' }),
   api_key: Type.Object({
     id: Type.String({ description: 'The credential id (an API key id, or the minting key\'s id for a client token).' }),
-    kind: Type.String({ description: 'api_key or client_token.' }),
+    kind: Type.String({ description: 'api_key, client_token, or session (a console sign-in: id is the session id).' }),
     is_demo: Type.Boolean({ description: 'Whether this is a demo key.' }),
     allowed_from: Type.Array(Type.String(), { description: 'Caller IDs (E.164) the credential may use; empty: any number of the organization.' }),
     allowed_to: Type.Array(Type.String(), { description: 'Destinations (E.164) the credential may call; empty: any.' }),
