@@ -31,6 +31,7 @@ import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
+import { consoleRoutes } from './routes/console.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document (one per line: branches merge cleanly). */
 export const AREAS: Plugin[] = [
@@ -53,6 +54,7 @@ export const AREAS: Plugin[] = [
   numberHealthRoutes,
   optimizeRoutes,
   sandboxRoutes,
+  consoleRoutes,
 ];
 
 export interface GatewayOptions {

@@ -17,6 +17,9 @@ import { createRedis, keyer } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts';
 import { prepareDatabase } from './prepare.ts';
 
+import { createUser } from '../shared/users/members.ts';
+import { isRole, type Role } from '../shared/users/roles.ts';
+
 class UsageError extends Error {}
 /** Help is text for people, not a JSON line. */
 class HelpText { constructor(readonly text: string) {} }
@@ -32,6 +35,17 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
       ['--scopes <csv>|all', 'scopes of the key; all = every scope but compliance:write (default all)'],
       ['--numbers <n>', 'active sandbox numbers to give it, 0-100 (default 1)'],
       ['--demo', 'make the key a demo key (120 requests/minute, demo destination allowlist)'],
+    ],
+  },
+  {
+    name: 'user create', synopsis: '--org <id> --email <email> --role <owner|admin|developer|agent|viewer> [--password <p>]',
+    about: 'Create a user of an organization who signs in to the console. Without --password: prints a one-time sign-in '
+      + 'link (an invitation, valid 7 days) where they choose their password.',
+    flags: [
+      ['--org <id>', 'organization id (required)'],
+      ['--email <email>', 'what they sign in with (required; one active user per email on the platform)'],
+      ['--role <role>', 'owner, admin, developer, agent or viewer (required)'],
+      ['--password <p>', 'their password, at least 12 characters (default: none, print a sign-in link)'],
     ],
   },
   {
@@ -215,6 +229,26 @@ async function main(argv: string[]): Promise<unknown> {
         allowedFrom, allowedTo, rateLimitPerMinute: rate,
       });
       return { api_key: k.apiKey, api_key_id: k.apiKeyId };
+    } finally {
+      await db.$pool.end();
+    }
+  }
+  if (cmd === 'user' && sub === 'create') {
+    const o = parse(rest, { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, password: { type: 'string' } });
+    if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
+    if (!o.email) throw new UsageError('--email <email> is required');
+    if (!o.role || !isRole(String(o.role))) throw new UsageError('--role must be owner, admin, developer, agent or viewer');
+    await prepareDatabase(config);
+    const db = createDb(config.databaseUrl, 2);
+    try {
+      const { user, invitationToken } = await createUser(db, { organizationId: String(o.org), email: String(o.email),
+        role: String(o.role) as Role, password: o.password === undefined ? undefined : String(o.password) }).catch((e) => {
+        if (e instanceof DomainError) throw new UsageError(`${e.message}${e.fields ? ` (${Object.entries(e.fields).map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''}`);
+        throw e;
+      });
+      const base = config.publicUrl ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+      return { user_id: user.id, email: user.email, role: user.role, organization_id: user.organization_id,
+        ...(invitationToken ? { sign_in_link: `${base}/console/accept-invitation#token=${invitationToken}` } : {}) };
     } finally {
       await db.$pool.end();
     }

@@ -117,6 +117,39 @@ function faultSettings(env: NodeJS.ProcessEnv): FaultSettings {
   };
 }
 
+/** Console sign-in (shared/sessions): session lifetimes and the lockout after failed sign-ins. */
+export interface ConsoleSettings {
+  /** A session unused this long ends (SESSION_IDLE_SECONDS, 12 h). */
+  sessionIdleMs: number;
+  /** A session ends this long after sign-in, used or not (SESSION_MAX_SECONDS, 7 days). */
+  sessionMaxMs: number;
+  /** Failed sign-ins for one email within the window before sign-in answers 429 (SIGNIN_MAX_FAILURES_PER_EMAIL, 5). */
+  maxFailuresPerEmail: number;
+  /** Failed sign-ins from one client address within the window (SIGNIN_MAX_FAILURES_PER_ADDRESS, 20). */
+  maxFailuresPerAddress: number;
+  /** The lockout's sliding window (SIGNIN_FAILURE_WINDOW_SECONDS, 15 minutes). */
+  failureWindowMs: number;
+  /** SMTP_URL (smtp://user:pass@host:port or smtps://...): invitations and password resets are mailed through it;
+   *  unset: they land in the sandbox inbox (GET /v1/sandbox/inbox?email=...). */
+  smtpUrl: string | null;
+  /** MAIL_FROM: the From of those emails (default "Openline <no-reply@localhost>"). */
+  mailFrom: string;
+}
+
+function consoleSettings(env: NodeJS.ProcessEnv): ConsoleSettings {
+  const smtpUrl = env.SMTP_URL || null;
+  if (smtpUrl && !/^smtps?:\/\/[^/]/.test(smtpUrl)) throw new Error(`SMTP_URL must be smtp://[user:pass@]host[:port] or smtps://..., got "${smtpUrl}"`);
+  return {
+    sessionIdleMs: positiveInt('SESSION_IDLE_SECONDS', 12 * 3600, env) * 1000,
+    sessionMaxMs: positiveInt('SESSION_MAX_SECONDS', 7 * 86_400, env) * 1000,
+    maxFailuresPerEmail: positiveInt('SIGNIN_MAX_FAILURES_PER_EMAIL', 5, env),
+    maxFailuresPerAddress: positiveInt('SIGNIN_MAX_FAILURES_PER_ADDRESS', 20, env),
+    failureWindowMs: positiveInt('SIGNIN_FAILURE_WINDOW_SECONDS', 15 * 60, env) * 1000,
+    smtpUrl,
+    mailFrom: env.MAIL_FROM || 'Openline <no-reply@localhost>',
+  };
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
@@ -172,6 +205,8 @@ export interface Config {
   sms: SmsSettings;
   optimize: OptimizeSettings;
   metrics: MetricsSettings;
+  /** Console sign-in, sessions and mail (SESSION_*, SIGNIN_*, SMTP_URL, MAIL_FROM). */
+  console: ConsoleSettings;
   /** SIGNALING_MEDIA=off: signaling carries no media even where the carrier could (tests of the call flow, a bench). */
   signalingMedia: boolean;
   /** The media process's settings and its control API's address and secret (signaling's client), MEDIA_*. */
@@ -414,6 +449,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordingsDir: recordingsDirOf(env),
     recordingStreamsMax: positiveInt('RECORDING_STREAMS_MAX', 32, env),
     clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),
+    console: consoleSettings(env),
     clientTokenPreviousSecret: secretSetting('CLIENT_TOKEN_PREVIOUS_SECRET', env),
     ticketCleanupSeconds: positiveInt('TICKET_CLEANUP_SECONDS', 300, env),
     signalingPublicUrl: env.SIGNALING_PUBLIC_URL ? env.SIGNALING_PUBLIC_URL : null,

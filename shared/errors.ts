@@ -82,6 +82,9 @@ export const ERROR_CODES = {
   // Every illegal state change, whatever the resource (stateConflict below): fields.entity names the resource,
   // fields.status its current status.
   state_conflict: {},
+  // Members (shared/users/members.ts): the email already belongs to an active user; the last owner would go.
+  member_exists: {},
+  last_owner: {},
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -99,7 +102,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   method_not_allowed: 'The path exists but not with this method (the Allow header lists the methods it has).',
   idempotency_conflict: 'The Idempotency-Key was already used with a different request body; fields.conflicts_with holds '
     + 'the original request id.',
-  rate_limited: 'Too many requests for this key in the current one-minute window; retry after Retry-After seconds.',
+  rate_limited: 'Too many requests for this key in the current one-minute window; retry after Retry-After seconds. On '
+    + 'POST /v1/session: too many failed sign-ins for this email or from this address (the lockout); retry after Retry-After seconds.',
   internal_error: 'An unexpected server error; safe to retry with the same Idempotency-Key.',
   service_unavailable: 'Temporarily unavailable: the database or Redis cannot be reached (an outage; the message names '
     + 'which), or the gateway is at a capacity limit (for example recordings already streaming). Not a bug: retry after '
@@ -168,6 +172,9 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   user_required: 'The operation is attributed to a user and the credential has no associated user (an organization-only API '
     + 'key); use a key created for a user.',
   call_not_terminal: 'The call has not reached a terminal carrier state yet; retry after Retry-After seconds (resolution_hint).',
+  member_exists: 'The email already belongs to an active user (a person has one account across the platform); remove '
+    + 'that user first, or invite another address.',
+  last_owner: 'The organization must keep at least one owner: make another member an owner before removing or demoting this one.',
   state_conflict: 'The resource\'s current status does not allow this change. fields.entity names the resource '
     + '(optimize_test, contact_consent, contact_opt_out, enterprise_registration, brand, texting_registration, '
     + 'number_health_session) and fields.status its current status; the message says what is allowed.',

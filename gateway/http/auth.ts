@@ -13,12 +13,18 @@ import type { Scope } from '../../shared/scopes.ts';
 import { CLIENT_TOKEN_PREFIX, type ClientTokenSigner } from '../../shared/tokens/client-token.ts';
 import type { TokenKeys } from '../../shared/tokens/keys.ts';
 import { principalFromClaims } from '../../shared/tokens/client-principal.ts';
+import { findSession, SESSION_REVOKED_CHANNEL, sessionSecretOf, type SessionPrincipal } from '../../shared/sessions/sessions.ts';
 
 const POSITIVE_TTL_MS = 60_000;
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_ENTRIES = 50_000;
 
 interface Entry { principal: Principal | null; expires: number }
+interface SessionEntry { principal: SessionPrincipal; expires: number }
+
+/** A key's last_used_at is written at most this often (per key and gateway): not one write per request. */
+const TOUCH_EVERY_MS = 60_000;
+const DEFAULT_IDLE_MS = 12 * 3600_000;
 
 /** Resolves bearer credentials. Keys are looked up by SHA-256 hash and cached in-process; a revocation is
  *  broadcast on Redis and every replica confirms it dropped the key before the revocation returns (the TTL only
@@ -32,9 +38,17 @@ export class Authenticator {
   private revocations = 0;
   /** Cached client tokens of each minting key, so revoking the key drops them too. */
   private readonly tokensByKeyId = new Map<string, Set<string>>();
+  /** Console sessions by cookie secret (positive answers only, for at most POSITIVE_TTL_MS), and their secrets by id. */
+  private readonly sessions = new Map<string, SessionEntry>();
+  private readonly sessionSecrets = new Map<string, string>();
+  private sessionRevocations = 0;
+  /** When each key's last_used_at was last written by this gateway. */
+  private readonly touched = new Map<string, number>();
 
-  /** tokenKeys: the process's client-token signer; without it client tokens are refused. */
-  constructor(private readonly db: Db, private readonly key: Keyer, private readonly tokenKeys?: TokenKeys) {}
+  /** tokenKeys: the process's client-token signer; without it client tokens are refused. sessionIdleMs: a console
+   *  session unused this long is over (SESSION_IDLE_SECONDS). */
+  constructor(private readonly db: Db, private readonly key: Keyer, private readonly tokenKeys?: TokenKeys,
+    private readonly sessionIdleMs = DEFAULT_IDLE_MS) {}
 
   /** The client-token signer of this deployment (loaded once). */
   clientTokens(): Promise<ClientTokenSigner> {
@@ -47,6 +61,60 @@ export class Authenticator {
     reportRedisErrors(this.subscriber, log, 'key-revocations');
     // Confirmed once the key is gone from this cache: the revoker waits for every gateway's confirmation.
     await onBroadcast(this.subscriber, redis, this.key, KEY_REVOKED_CHANNEL, (keyId) => this.forget(keyId));
+    // Sign-outs, password resets, removed members and changed roles: the session (or every session of the user) goes.
+    await onBroadcast(this.subscriber, redis, this.key, SESSION_REVOKED_CHANNEL, (subject) => this.forgetSession(subject));
+  }
+
+  /** Drops a session (by id) or every session of a user (`user:<id>`) from this gateway's cache. */
+  forgetSession(subject: string): void {
+    this.sessionRevocations++;
+    if (subject.startsWith('user:')) {
+      const userId = subject.slice(5);
+      for (const [secret, e] of this.sessions) {
+        if (e.principal.userId === userId) { this.sessions.delete(secret); this.sessionSecrets.delete(e.principal.keyId); }
+      }
+      return;
+    }
+    const secret = this.sessionSecrets.get(subject);
+    if (secret !== undefined) this.sessions.delete(secret);
+    this.sessionSecrets.delete(subject);
+  }
+
+  /** The principal of a cached, live session named by a Cookie header, without a promise; undefined: look it up. */
+  cachedSession(cookie: string | undefined): SessionPrincipal | undefined {
+    const secret = sessionSecretOf(cookie);
+    if (secret === null) return undefined;
+    const hit = this.sessions.get(secret);
+    const now = Date.now();
+    return hit && hit.expires > now && hit.principal.expiresAtMs > now ? hit.principal : undefined;
+  }
+
+  /** The principal of the session a Cookie header names, or 401. */
+  async authenticateSession(cookie: string | undefined): Promise<SessionPrincipal> {
+    const secret = sessionSecretOf(cookie);
+    if (secret === null) throw unauthorized('invalid_token', 'The session cookie is malformed; sign in again (POST /v1/session).');
+    const cached = this.cachedSession(cookie);
+    if (cached) return cached;
+    const seen = this.sessionRevocations;
+    const p = await findSession(this.db, secret, this.sessionIdleMs);
+    if (!p) throw unauthorized('invalid_token', 'The session has expired or was signed out; sign in again (POST /v1/session).');
+    if (seen === this.sessionRevocations) {
+      if (this.sessions.size >= MAX_ENTRIES) { this.sessions.clear(); this.sessionSecrets.clear(); }
+      this.sessions.set(secret, { principal: p, expires: Math.min(Date.now() + POSITIVE_TTL_MS, p.expiresAtMs) });
+      this.sessionSecrets.set(p.keyId, secret);
+    }
+    return p;
+  }
+
+  /** Notes that a key (or a client token of it) was used: writes its last_used_at at most once a minute. */
+  touch(p: Principal): void {
+    if (p.kind === 'session') return;
+    const now = Date.now();
+    const last = this.touched.get(p.keyId);
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
+    if (this.touched.size >= MAX_ENTRIES) this.touched.clear();
+    this.touched.set(p.keyId, now);
+    this.db.none('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [p.keyId]).catch(() => this.touched.delete(p.keyId));
   }
 
   async close(): Promise<void> {
@@ -72,7 +140,7 @@ export class Authenticator {
 
   /** The principal of an Authorization header value, or 401 with a reason. */
   async authenticate(header: string | undefined): Promise<Principal> {
-    if (!header) throw unauthorized('missing', 'Missing Authorization header; send "Authorization: Bearer <API key>".');
+    if (!header) throw unauthorized('missing', 'Missing Authorization header; send "Authorization: Bearer <API key>" (or sign in to the console: POST /v1/session).');
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) {
       // "Bearer" alone (uWS trims the space after it) is a client whose key variable was empty: say so.

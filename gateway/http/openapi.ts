@@ -17,7 +17,8 @@ export function routeErrorCodes(r: AnyRoute, raw = false): ErrorCode[] {
   // A raw route (outside the pipeline) answers only its own codes and unexpected failures.
   const codes: ErrorCode[] = raw ? ['internal_error'] : r.scope ? [...GENERAL] : ['validation_error', 'internal_error', 'service_unavailable'];
   if (r.path.includes('{')) codes.push('not_found');
-  if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict');
+  // A write made with a console session without its X-CSRF-Token is 403 forbidden (gateway/http/stages/auth.ts).
+  if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict', 'forbidden');
   return [...new Set([...codes, ...(r.errors ?? [])])];
 }
 
@@ -56,6 +57,8 @@ const TAGS: Record<string, string> = {
     + 'simulated inbound calls from a tester\'s phone and inbound SMS replies.',
   SMS: 'Text messages: send from a texting-registered number (A2P 10DLC registration, vetted), read sent and received '
     + 'messages. Recipients opt out with STOP and back in with START. See docs/reference/sms.md.',
+  Console: 'Users of the console: sign-in sessions (cookie ol_session, X-CSRF-Token on writes), password resets, members '
+    + 'and invitations, and self-serve API keys. See docs/reference/console.md.',
   Carriers: 'Callbacks from the production carrier (LiveKit). Not for API clients.',
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '
@@ -78,6 +81,10 @@ Every request carries \`Authorization: Bearer <credential>\`: an API key (\`olk_
 belongs to one organization and sees only its resources (another organization's id is \`404 not_found\`). Each
 operation names the scope it requires; a credential without it gets \`403 scope_missing\`. Failures carry a
 \`WWW-Authenticate\` Bearer challenge pointing at \`/.well-known/oauth-protected-resource\`.
+
+The console signs people in instead (POST /v1/session, tag Console): the HttpOnly cookie \`ol_session\` then
+authenticates like a key with the user's role's scopes, and every POST, PUT, PATCH and DELETE made with it must carry
+\`X-CSRF-Token\` (the session's \`csrf_token\`; \`403 forbidden\` otherwise). A request with both uses the key.
 
 ## Envelopes
 Success: \`{"data": ...}\`. Lists: \`{"data": [...], "meta": {"cursor"?, "total_results"?, "page_size"}}\`.

@@ -101,7 +101,7 @@ export class HttpGateway {
   private app: uWS.TemplatedApp | null = null;
 
   constructor(readonly deps: GatewayDeps) {
-    this.auth = new Authenticator(deps.db, deps.key, deps.tokenKeys);
+    this.auth = new Authenticator(deps.db, deps.key, deps.tokenKeys, deps.config.console.sessionIdleMs);
     this.admission = new Admission(deps.redis, deps.key);
     this.accessLog = new AccessLog(deps.log);
     this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);

@@ -101,6 +101,9 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** A success changes the organization's account footprint (GET /v1/account): the reply waits until every gateway
    *  dropped its copy, so the next read on any replica shows the change. */
   changesAccount?: boolean;
+  /** false: the answer holds a secret shown once (a new API key), so it is never stored for replay and a request with
+   *  an Idempotency-Key is refused (validation_error). */
+  idempotency?: false;
   handler(ctx: Ctx<StaticOr<BS, undefined>, StaticOr<QS, Record<string, never>>, StaticOr<PS, Record<string, never>>>): Promise<Reply<StaticOr<RS, unknown>>>;
 }
 

@@ -1,3 +1,4 @@
+import type { Principal } from '../../shared/accounts/principal.ts';
 import { Type } from '@sinclair/typebox';
 import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
@@ -28,6 +29,9 @@ const Accepted = Type.Object({
   recommended_action: Nullable(Type.String(), 'What Number Health recommends for the caller ID; null on AI calls.'),
 }, { description: 'The accepted call.' });
 
+/** The user whose calls alone this credential may read (an agent's), else null. */
+const ownCallsOf = (p: Principal): string | null => (p.ownCallsOnly ? p.userId ?? '00000000-0000-0000-0000-000000000000' : null);
+
 const IdParams = UuidIdParams('call');
 
 const CALL_ID = '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98';
@@ -39,7 +43,7 @@ const CALL_EXAMPLE = {
   id: CALL_ID, type: 'bridge', direction: 'outbound', from_number: '+14155550123', to_number: '+12125550187',
   connect_number: '+13125550142', agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null,
   failure_category: null, disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 10, record: true,
-  cost_cents: 2, max_duration_seconds: 3600, created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
+  cost_cents: 2, max_duration_seconds: 3600, issued_by_user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
   ended_at: '2026-11-20T15:04:19.000Z',
   legs: [
     { role: 'connect', number: '+13125550142', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:04:05.200Z',
@@ -174,13 +178,14 @@ export const callRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/calls', scope: 'calls:read', tag: 'Calls',
     summary: 'List calls',
     description: 'Lists the organization\'s calls of every type, newest first; paginated with limit, order and cursor. '
+      + 'A credential of a user with the agent role sees only the calls that user placed. '
       + 'recording_url is included only for credentials with recordings:read. Read-only.',
     examples: { response: { data: [CALL_EXAMPLE], meta: { cursor: 'eyJsIjoiY2FsbHMiLCJrIjoiMDE5M2E0ZDAifQ.q7Xv2', page_size: 1 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Call, { description: 'The calls, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
-      const rows = await listCalls(deps.db, principal.organizationId, page);
+      const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal));
       const out = deps.cursors.page('calls', page, rows, (r) => r.id);
       const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
       return { status: 200, body: { data: out.data.map((c) => callView(c, o)), meta: out.meta } };
@@ -196,7 +201,7 @@ export const callRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Call }) },
     handler: async ({ deps, principal, params, baseUrl }) => {
-      const call = await getCall(deps.db, principal.organizationId, params.id);
+      const call = await getCall(deps.db, principal.organizationId, params.id, ownCallsOf(principal));
       if (!call) throw notFound(`Call ${params.id}`);
       const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
       return { status: 200, body: { data: callView(call, o) } };

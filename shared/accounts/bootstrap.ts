@@ -33,7 +33,7 @@ export async function bootstrapOrganization(db: Db, input: BootstrapInput): Prom
     const org = await tx.one('INSERT INTO organizations (name, slug) VALUES ($1, $2) RETURNING id', [input.org, slug]);
     const email = input.email ?? `owner@${slug}.example`;
     const user = await tx.one(
-      'INSERT INTO users (organization_id, email, name) VALUES ($1, $2, $3) RETURNING id',
+      "INSERT INTO users (organization_id, email, name, role) VALUES ($1, $2, $3, 'owner') RETURNING id",
       [org.id, email, null],
     );
     await tx.none('UPDATE organizations SET owner_user_id = $1 WHERE id = $2', [user.id, org.id]);

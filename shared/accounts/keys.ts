@@ -1,6 +1,9 @@
 import type { Db, Tx } from '../db.ts';
-import { newApiKey, sha256 } from '../ids.ts';
-import type { Scope } from '../scopes.ts';
+import { notFound, validationError } from '../errors.ts';
+import { isUuid, newApiKey, sha256 } from '../ids.ts';
+import { parseE164 } from '../phone/e164.ts';
+import { isScope, type Scope } from '../scopes.ts';
+import { isRole, OWN_CALLS_ONLY, ROLE_SCOPES, type Role } from '../users/roles.ts';
 import { DEFAULT_RATE_LIMIT, DEMO_RATE_LIMIT, type Principal } from './principal.ts';
 
 export interface NewKeyInput {
@@ -33,23 +36,91 @@ export async function revokeApiKey(db: Db, keyId: string): Promise<boolean> {
   return r.rowCount === 1;
 }
 
-/** Resolves a plaintext key to its principal by hash; null for unknown or revoked keys. */
+/** Resolves a plaintext key to its principal by hash; null for unknown or revoked keys, and for keys of a removed
+ *  user. A key made by a user never does more than the user's role now allows: its scopes are cut down to the role's
+ *  (a demoted user's keys narrow with them), and an agent's key reads only the agent's own calls. */
 export async function findPrincipalByKey(db: Db, plaintext: string): Promise<Principal | null> {
   const row = await db.oneOrNone(
-    `SELECT id, organization_id, user_id, scopes, allowed_from, allowed_to, is_demo, rate_limit_per_minute
-       FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+    `SELECT k.id, k.organization_id, k.user_id, k.scopes, k.allowed_from, k.allowed_to, k.is_demo, k.rate_limit_per_minute,
+            u.role, u.disabled_at
+       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [sha256(plaintext)],
   );
-  if (!row) return null;
+  if (!row || row.disabled_at) return null;
+  const role: Role | null = row.role && isRole(row.role) ? row.role : null;
+  const scopes = (row.scopes as Scope[]).filter((s) => !role || ROLE_SCOPES[role].has(s));
   return {
     kind: 'api_key',
     keyId: row.id,
     organizationId: row.organization_id,
     userId: row.user_id,
-    scopes: new Set(row.scopes as Scope[]),
+    role,
+    ownCallsOnly: role !== null && OWN_CALLS_ONLY.has(role),
+    scopes: new Set(scopes),
     isDemo: row.is_demo,
     allowedFrom: row.allowed_from,
     allowedTo: row.allowed_to,
     rateLimit: row.rate_limit_per_minute ?? (row.is_demo ? DEMO_RATE_LIMIT : DEFAULT_RATE_LIMIT),
   };
+}
+
+export interface ApiKeyRow {
+  id: string;
+  organization_id: string;
+  user_id: string | null;
+  name: string;
+  display_prefix: string;
+  scopes: Scope[];
+  allowed_from: string[];
+  allowed_to: string[];
+  is_demo: boolean;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const KEY_COLUMNS = 'id, organization_id, user_id, name, display_prefix, scopes, allowed_from, allowed_to, is_demo, created_at, last_used_at, revoked_at';
+
+/** The organization's keys, newest first (revoked ones too, with revoked_at). */
+export async function listApiKeys(db: Db, organizationId: string): Promise<ApiKeyRow[]> {
+  return db.any<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE organization_id = $1 ORDER BY created_at DESC, id DESC`, [organizationId]);
+}
+
+export async function getApiKey(db: Db | Tx, organizationId: string, id: string): Promise<ApiKeyRow> {
+  const row = isUuid(id) ? await db.oneOrNone<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 AND organization_id = $2`,
+    [id, organizationId]) : null;
+  if (!row) throw notFound(`API key ${id}`);
+  return row;
+}
+
+/** POST /v1/api-keys: a key of the creator's organization and user, never more than the creator: its scopes are a
+ *  subset of the creator's, and where the creator has a caller-ID or destination ceiling (rule 8) the new key's
+ *  ceiling is a non-empty subset of it. Answers the plaintext, the only time it exists outside the caller's hands. */
+export async function createKeyFor(db: Db, creator: Principal, input: { name: string; scopes: string[]; allowed_from?: string[]; allowed_to?: string[] }):
+  Promise<{ apiKey: string; row: ApiKeyRow }> {
+  const fields: Record<string, string> = {};
+  const unknown = input.scopes.filter((s) => !isScope(s));
+  if (unknown.length) fields.scopes = `unknown scope(s): ${unknown.join(', ')}`;
+  else {
+    const beyond = input.scopes.filter((s) => !creator.scopes.has(s as Scope));
+    if (beyond.length) fields.scopes = `beyond your own scopes: ${beyond.join(', ')}`;
+  }
+  const within = (field: 'allowed_from' | 'allowed_to', list: string[], ceiling: readonly string[]) => {
+    const bad = list.filter((n) => !parseE164(n));
+    if (bad.length) { fields[field] = `not E.164 numbers: ${bad.join(', ')}`; return; }
+    if (ceiling.length === 0) return;
+    if (list.length === 0) fields[field] = `your credential is limited to ${ceiling.join(', ')}: name numbers within it`;
+    else if (!list.every((n) => ceiling.includes(n))) fields[field] = `beyond your own ceiling (${ceiling.join(', ')})`;
+  };
+  const from = [...new Set(input.allowed_from ?? [])];
+  const to = [...new Set(input.allowed_to ?? [])];
+  within('allowed_from', from, creator.allowedFrom);
+  within('allowed_to', to, creator.allowedTo);
+  if (Object.keys(fields).length) throw validationError(fields);
+  const { apiKey, apiKeyId } = await createApiKey(db, {
+    organizationId: creator.organizationId, userId: creator.userId, name: input.name, scopes: [...new Set(input.scopes)] as Scope[],
+    allowedFrom: from, allowedTo: to, isDemo: creator.isDemo,
+  });
+  return { apiKey, row: await getApiKey(db, creator.organizationId, apiKeyId) };
 }

@@ -1,11 +1,17 @@
 import type { Scope } from '../scopes.ts';
+import type { Role } from '../users/roles.ts';
 
 /** Who is calling: the authenticated credential, resolved once per request. */
 export interface Principal {
-  kind: 'api_key' | 'client_token';
+  /** session: a signed-in user of the console (cookie ol_session); keyId is then the session's id. */
+  kind: 'api_key' | 'client_token' | 'session';
   keyId: string;
   organizationId: string;
   userId: string | null;
+  /** The role of the credential's user (null: an organization key without a user). */
+  role?: Role | null;
+  /** calls:read shows only the calls this user placed (an agent's credential: shared/users/roles.ts). */
+  ownCallsOnly?: boolean;
   scopes: ReadonlySet<Scope>;
   isDemo: boolean;
   /** Ceiling of caller IDs and destinations; empty means any number the organization owns / any destination. */

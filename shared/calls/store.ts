@@ -153,8 +153,12 @@ function updateSql(c: CallRow): string {
   );
 }
 
-export async function getCall(db: Db, organizationId: string, id: string): Promise<CallRow | null> {
+/** onlyUserId: the call only if that user placed it (an agent's credential reads only its own calls). */
+export async function getCall(db: Db, organizationId: string, id: string, onlyUserId: string | null = null): Promise<CallRow | null> {
   if (!isUuid(id)) return null;
+  if (onlyUserId !== null) {
+    return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1 AND organization_id = $2 AND user_id = $3', [id, organizationId, onlyUserId]);
+  }
   return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1 AND organization_id = $2', [id, organizationId]);
 }
 
@@ -163,7 +167,11 @@ export async function loadCall(db: Db, id: string): Promise<CallRow | null> {
   return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1', [id]);
 }
 
-export async function listCalls(db: Db, organizationId: string, p: PageParams): Promise<CallRow[]> {
+export async function listCalls(db: Db, organizationId: string, p: PageParams, onlyUserId: string | null = null): Promise<CallRow[]> {
+  if (onlyUserId !== null) {
+    const k = keysetClause('id', p, 3);
+    return db.any<CallRow>(`SELECT * FROM calls WHERE organization_id = $1 AND user_id = $2${k.where}${k.tail}`, [organizationId, onlyUserId, ...k.values]);
+  }
   const k = keysetClause('id', p, 2);
   return db.any<CallRow>(`SELECT * FROM calls WHERE organization_id = $1${k.where}${k.tail}`, [organizationId, ...k.values]);
 }

@@ -55,6 +55,11 @@ export const CallResponse = Type.Object({
   record: Type.Boolean({ description: 'Whether the call is recorded.' }),
   cost_cents: Type.Integer({ description: 'Price in cents, set when the call ends (sandbox: 1 cent per started minute per answered leg).' }),
   max_duration_seconds: Type.Integer({ description: 'The call-length limit: the call is ended automatically when reached.' }),
+  issued_by_user_id: Nullable(Type.String({ format: 'uuid' }), 'The issuing user (reference: "every call is recorded with its '
+    + 'issuing user"): the user of the API key or console session that placed it; null for a key made by the admin CLI '
+    + 'without a user, and for inbound calls.'),
+  api_key_id: Nullable(Type.String({ format: 'uuid' }), 'The API key that placed the call; '
+    + 'null when placed with a client token or a console session, and for inbound calls.'),
   created_at: Ts('When the call was accepted.'),
   answered_at: Nullable(Ts('When the called party answered.'), 'When the called party answered; null if not.'),
   ended_at: Nullable(Ts('When the call ended.'), 'When the call ended; null while live.'),
@@ -90,6 +95,8 @@ export function callView(c: CallRow, o: ViewOptions): Static<typeof CallResponse
     record: c.record,
     cost_cents: c.cost_cents,
     max_duration_seconds: c.max_duration_seconds,
+    issued_by_user_id: c.user_id,
+    api_key_id: c.api_key_id,
     created_at: c.created_at.toISOString(),
     answered_at: iso(c.answered_at),
     ended_at: iso(c.ended_at),

@@ -70,6 +70,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   user_required: 403,
   state_conflict: 409,
   call_not_terminal: 400,
+  member_exists: 409,
+  last_owner: 409,
 };
 
 export const statusOf = (code: ErrorCode): number => ERROR_STATUS[code];

@@ -5,6 +5,7 @@
 // with the same key committed first.
 import { canonicalJson, IdempotencyRecordExists, IdempotencyStore, type StoredResponse } from '../../../shared/idempotency/idempotency-store.ts';
 import { errorReply } from '../../../shared/http/error-status.ts';
+import { validationError } from '../../../shared/errors.ts';
 import { sha256hex } from '../../../shared/ids.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { StagePlan } from '../../../shared/http/pipeline.ts';
@@ -12,10 +13,18 @@ import type { AnyRoute } from '../types.ts';
 import { serialize } from '../wire.ts';
 import { MUTATING, type ApiRequest } from './state.ts';
 
-const applies = (route: AnyRoute) => route.scope !== null && MUTATING.has(route.method);
+const applies = (route: AnyRoute) => route.scope !== null && MUTATING.has(route.method) && route.idempotency !== false;
 
 export const idempotencyStage = (store: IdempotencyStore): StagePlan<AnyRoute, ApiRequest> => (route) =>
-  applies(route) ? {
+  route.idempotency === false ? {
+    // A route whose answer must never be stored (a secret shown once): an Idempotency-Key is refused, not ignored.
+    name: 'idempotency',
+    run(x) {
+      if (x.inc.headers['idempotency-key'] !== undefined) {
+        throw validationError({ 'Idempotency-Key': 'not accepted by this operation: its answer holds a secret that is shown once and never stored' });
+      }
+    },
+  } : applies(route) ? {
     name: 'idempotency',
     run(x) {
       const key = x.inc.headers['idempotency-key'];

@@ -32,7 +32,7 @@ export function authorizationText(d: BusinessDetails, provider: LetterParty): st
 
 /** Which credential signed: the API key (and its user, when the key belongs to one) behind the request. */
 export interface SignedBy {
-  credential: 'api_key' | 'client_token';
+  credential: 'api_key' | 'client_token' | 'session';
   keyId: string;
   /** The key's display prefix (its first characters), so a person can recognize it. */
   keyPrefix: string;
@@ -261,7 +261,8 @@ export async function renderSignedLoa(unsigned: Uint8Array, s: SignatureInput): 
   trail.field('Signer title', audit.signer_title);
   trail.field('Signer email', audit.signer_email);
   trail.field('Signature', audit.signature_kind === 'typed' ? 'typed name (shown in a script face)' : 'drawn image');
-  trail.field('Signed with', `${by.credential === 'client_token' ? 'a client token of API key' : 'API key'} ${by.keyPrefix}... (id ${by.keyId})`);
+  trail.field('Signed with', by.credential === 'session' ? `a console session of the user below (session id ${by.keyId})`
+    : `${by.credential === 'client_token' ? 'a client token of API key' : 'API key'} ${by.keyPrefix}... (id ${by.keyId})`);
   trail.field('Key\'s user', by.userId ? `${by.userEmail ?? 'unknown'} (id ${by.userId})` : 'none (an organization key, not a user\'s)');
   trail.field('Client address', audit.client_address);
   if (audit.forwarded_for) trail.field('Forwarded for (claimed)', audit.forwarded_for);

@@ -182,7 +182,10 @@ export type Signing = Omit<SignatureInput, 'registrationId' | 'signedAt' | 'sign
 
 /** The signing credential as the audit trail shows it: the key's display prefix and its user's email. */
 async function signedBy(tx: Tx, by: Signing['signedBy']): Promise<SignedBy> {
-  const k = await tx.oneOrNone<{ display_prefix: string; email: string | null }>(`SELECT k.display_prefix, u.email FROM api_keys k
+  // A console session has no key: its prefix reads "session".
+  const k = by.credential === 'session'
+    ? await tx.oneOrNone<{ display_prefix: string; email: string | null }>(`SELECT 'session' AS display_prefix, email FROM users WHERE id = $1`, [by.userId])
+    : await tx.oneOrNone<{ display_prefix: string; email: string | null }>(`SELECT k.display_prefix, u.email FROM api_keys k
     LEFT JOIN users u ON u.id = $2 WHERE k.id = $1`, [by.keyId, by.userId]);
   return { ...by, keyPrefix: k?.display_prefix ?? 'unknown', userEmail: k?.email ?? null };
 }
