@@ -4,6 +4,8 @@ import { SCOPES } from '../shared/scopes.ts';
 import { systemClock, type Clock } from '../shared/clock.ts';
 import { Cursors } from '../shared/pagination.ts';
 import { AccountReader } from '../shared/accounts/snapshot.ts';
+import { createMailer } from '../shared/mail/mailer.ts';
+import { FixedWindowLimiter } from '../shared/ratelimit/fixed-window-limiter.ts';
 import type { ProcessDeps } from '../shared/process.ts';
 import { readinessReply, type Readiness } from '../shared/readiness.ts';
 import { buildOpenApi } from './http/openapi.ts';
@@ -71,7 +73,8 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
   const clock = opts.clock ?? systemClock;
   const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues, tokenKeys: services.tokenKeys };
   const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
-    reputation: createReputationProvider(db, config), accounts: new AccountReader(db) });
+    reputation: createReputationProvider(db, config), accounts: new AccountReader(db), mailer: createMailer(config, db),
+    passwordResets: new FixedWindowLimiter(redis, { windowMs: 3600_000 }) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway

@@ -1,4 +1,6 @@
 import type { AccountReader } from '../../shared/accounts/snapshot.ts';
+import type { Mailer } from '../../shared/mail/mailer.ts';
+import type { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
 import type { ReputationProvider } from '../../shared/caller-trust/reputation/provider.ts';
 import type { ProcessDeps } from '../../shared/process.ts';
@@ -26,6 +28,10 @@ export interface GatewayDeps extends ProcessDeps {
   reputation: ReputationProvider;
   /** What this gateway keeps of accounts (GET /v1/account, /v1/me), kept in step by watchAccountChanges. */
   accounts: AccountReader;
+  /** How invitations and password resets are sent (shared/mail/mailer.ts). */
+  mailer: Mailer;
+  /** Password-reset requests per email and per address, counted in Redis across gateways (hourly windows). */
+  passwordResets: FixedWindowLimiter;
 }
 
 export interface Deprecation {

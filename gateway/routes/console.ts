@@ -6,12 +6,12 @@ import { ApiKeyResponse, apiKeyView } from '../../shared/accounts/views.ts';
 import { broadcastAndAwait } from '../../shared/broadcast.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { sha256 } from '../../shared/ids.ts';
-import { mailerFor } from '../../shared/mail/mailer.ts';
 import { announceSessionsGone, csrfToken, revokeSession, sessionCookie, sessionSecretOf, type SessionPrincipal } from '../../shared/sessions/sessions.ts';
 import { signIn } from '../../shared/sessions/signin.ts';
 import { createSession } from '../../shared/sessions/sessions.ts';
 import { acceptInvitation, changeRole, confirmPasswordReset, getUser, inviteMember, listMembers, removeMember, requestPasswordReset,
-  userKeyIds, type UserRow } from '../../shared/users/members.ts';
+  normalizeEmail, userKeyIds, type UserRow } from '../../shared/users/members.ts';
+import { RESETS_PER_ADDRESS_PER_HOUR, RESETS_PER_EMAIL_PER_HOUR, throttlePasswordResets } from '../../shared/users/reset-throttle.ts';
 import { PASSWORD_MAX, PASSWORD_MIN } from '../../shared/users/passwords.ts';
 import { MemberResponse, memberView, RoleSchema, SessionResponse, sessionView } from '../../shared/users/views.ts';
 import { SCOPES } from '../../shared/scopes.ts';
@@ -120,14 +120,19 @@ export const consoleRoutes: Plugin = (routes) => {
     method: 'POST', path: '/v1/password-reset', scope: null, tag: TAG, summary: 'Ask for a password reset link',
     description: 'Emails a one-time link (valid one hour; built from PUBLIC_URL) to the active user with this email, if there '
       + 'is one. Always answers 202 the same way, so it does not tell who has an account. Without SMTP_URL the email lands in '
-      + 'the sandbox inbox (GET /v1/sandbox/inbox?email=...).',
+      + `the sandbox inbox (GET /v1/sandbox/inbox?email=...). At most ${RESETS_PER_EMAIL_PER_HOUR} requests per email and `
+      + `${RESETS_PER_ADDRESS_PER_HOUR} per client address an hour, counted whether or not the email has an account `
+      + '(rate_limited with Retry-After past them).',
     examples: { request: { email: USER.email }, response: { data: { status: 'accepted' } } },
+    errors: ['rate_limited'],
     body: Type.Object({ email: Email }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: Type.Object({ status: Type.Literal('accepted', { description: 'Always accepted.' }) }) }) },
-    handler: async ({ deps, body, baseUrl }) => {
+    handler: async ({ deps, body, baseUrl, clientAddress }) => {
+      await throttlePasswordResets(deps.passwordResets, deps.key, normalizeEmail(body.email), clientAddress);
       const r = await requestPasswordReset(deps.db, body.email);
       if (r) {
-        await mailerFor(deps.config, deps.db).send({ organizationId: r.user.organization_id, to: r.user.email, kind: 'password_reset',
+        // Not awaited: how long the answer takes must not tell whether the email has an account.
+        void deps.mailer.send({ organizationId: r.user.organization_id, to: r.user.email, kind: 'password_reset',
           subject: 'Reset your password',
           text: `Someone asked to reset the password of ${r.user.email}. To choose a new one, open this link within an hour:\n\n`
             + `${link(baseUrl, '/console/reset-password', r.token)}\n\nIf it was not you, ignore this email.` })
@@ -182,7 +187,7 @@ export const consoleRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, body, baseUrl }) => {
       const { user, invitationToken } = await inviteMember(deps.db, principal, body.email, body.role);
       const org = await orgOf(deps, principal.organizationId);
-      await mailerFor(deps.config, deps.db).send({ organizationId: principal.organizationId, to: user.email, kind: 'invitation',
+      await deps.mailer.send({ organizationId: principal.organizationId, to: user.email, kind: 'invitation',
         subject: `You are invited to ${org.name}`,
         text: `You are invited to join ${org.name} as ${user.role}. To accept, choose your password here within 7 days:\n\n`
           + `${link(baseUrl, '/console/accept-invitation', invitationToken!)}\n` })

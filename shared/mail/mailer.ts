@@ -36,14 +36,7 @@ class SmtpMailer implements Mailer {
   }
 }
 
-const mailers = new WeakMap<Config, Mailer>();
-
-/** The process's mailer for its config (made once). */
-export function mailerFor(config: Config, db: Db): Mailer {
-  let m = mailers.get(config);
-  if (!m) {
-    m = config.console.smtpUrl ? new SmtpMailer(config.console.smtpUrl, config.console.mailFrom) : new SandboxMailer(db);
-    mailers.set(config, m);
-  }
-  return m;
+/** The process's mailer (made once, by the composition root): SMTP when SMTP_URL is set, else the sandbox inbox. */
+export function createMailer(config: Config, db: Db): Mailer {
+  return config.console.smtpUrl ? new SmtpMailer(config.console.smtpUrl, config.console.mailFrom) : new SandboxMailer(db);
 }

@@ -2,7 +2,7 @@
 // gateway, PostgreSQL and Redis.
 import t from 'tap';
 import { createUser } from '../../shared/users/members.ts';
-import { testEnv, type TestEnv } from '../helpers/env.ts';
+import { eventually, testEnv, type TestEnv } from '../helpers/env.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
@@ -175,14 +175,24 @@ t.test('console sessions', async (t) => {
     // Reset: always 202; the link signs out every session.
     t.equal((await env.request('POST', '/v1/password-reset', { body: { email: 'nobody@example.com' } })).status, 202);
     t.equal((await env.request('POST', '/v1/password-reset', { body: { email: 'sam@example.com' } })).status, 202);
-    const mail = await env.request('GET', '/v1/sandbox/inbox?email=sam@example.com', { key: a.api_key });
-    const reset = mail.body.data.find((e: any) => e.kind === 'password_reset');
+    // The email goes out after the answer (its timing must not tell who has an account).
+    const reset = await eventually(async () => (await env.request('GET', '/v1/sandbox/inbox?email=sam@example.com', { key: a.api_key }))
+      .body.data.find((e: any) => e.kind === 'password_reset'));
     t.ok(reset);
     const rt = /#token=([A-Za-z0-9_-]+)/.exec(reset.text)![1];
     t.equal((await env.request('POST', '/v1/password-reset/confirm', { body: { token: rt, password: 'a brand new passphrase' } })).status, 204);
     t.equal((await env.request('GET', '/v1/session', { headers: { cookie: samCookie } })).status, 401, 'signed out everywhere');
     t.equal((await signIn(env, 'sam@example.com', 'sams long passphrase')).r.status, 401);
     t.equal((await signIn(env, 'sam@example.com', 'a brand new passphrase')).r.status, 200);
+
+    // Reset requests are limited per email (3 an hour), known or not, and say when to retry. Each email above asked once.
+    for (const email of ['sam@example.com', 'nobody@example.com']) {
+      for (let i = 0; i < 2; i++) t.equal((await env.request('POST', '/v1/password-reset', { body: { email } })).status, 202, `${email}: within the limit`);
+      const over = await env.request('POST', '/v1/password-reset', { body: { email } });
+      t.equal(over.status, 429, `${email}: past the limit`);
+      t.equal(over.body.error.code, 'rate_limited');
+      t.ok(Number(over.headers['retry-after']) > 0, 'Retry-After');
+    }
   });
 
   await t.test('agent sees only own calls', async (t) => {
