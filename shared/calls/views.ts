@@ -136,6 +136,8 @@ export function callEventPayload(c: CallRow) {
     answered_at: iso(c.answered_at),
     ended_at: iso(c.ended_at),
     cost_cents: c.cost_cents,
+    issued_by_user_id: c.user_id,
+    api_key_id: c.api_key_id,
   };
 }
 

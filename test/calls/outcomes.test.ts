@@ -72,6 +72,8 @@ async function checkWebhooks(t: Test, c: any, disposition: string | null, label:
   const completed = d.call_completed[0].body.data;
   t.equal(completed.status, c.status);
   t.equal(completed.duration_seconds, c.duration_seconds);
+  t.match(completed, { issued_by_user_id: c.issued_by_user_id, api_key_id: c.api_key_id }, `${label}: call_completed names the issuing user and key`);
+  t.ok(completed.api_key_id, `${label}: placed with a key`);
   const ended = d['phone_call.ended'][0].body.data;
   t.equal(ended.failure_code, c.failure_code, `${label}: phone_call.ended carries failure_code`);
   t.equal(ended.failure_category, c.failure_category, `${label}: phone_call.ended carries failure_category`);
