@@ -49,12 +49,12 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
     ],
   },
   {
-    name: 'key create', synopsis: '--org <id> [--scopes <csv>|all] [--no-user] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]',
+    name: 'key create', synopsis: '--org <id> [--scopes <csv>|all] [--owner] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]',
     about: 'Create another API key for an organization (printed once).',
     flags: [
       ['--org <id>', 'organization id (required; npm start prints it)'],
       ['--scopes <csv>|all', 'scopes of the key (default all)'],
-      ['--no-user', 'a key without a user (default: the organization owner\'s)'],
+      ['--owner', 'the key belongs to the organization\'s owner (calls name them; Number Health operations that need a user work); default: a key of the organization alone, no user (--no-user, the old spelling, still means that)'],
       ['--demo', 'a demo key'],
       ['--allowed-from <csv>', 'ceiling of caller IDs the key may use (E.164, comma separated)'],
       ['--allowed-to <csv>', 'ceiling of destinations the key may call'],
@@ -211,7 +211,7 @@ async function main(argv: string[]): Promise<unknown> {
   }
   if (cmd === 'key' && sub === 'create') {
     const o = parse(rest, {
-      org: { type: 'string' }, scopes: { type: 'string' }, 'no-user': { type: 'boolean' }, demo: { type: 'boolean' },
+      org: { type: 'string' }, scopes: { type: 'string' }, owner: { type: 'boolean' }, 'no-user': { type: 'boolean' }, demo: { type: 'boolean' },
       'allowed-from': { type: 'string' }, 'allowed-to': { type: 'string' }, 'rate-limit': { type: 'string' },
     });
     if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
@@ -225,7 +225,7 @@ async function main(argv: string[]): Promise<unknown> {
       const org = await db.oneOrNone('SELECT id, owner_user_id FROM organizations WHERE id = $1', [o.org]);
       if (!org) throw new UsageError(`no organization ${o.org}`);
       const k = await createApiKey(db, {
-        organizationId: org.id, userId: o['no-user'] ? null : org.owner_user_id, scopes, isDemo: o.demo === true,
+        organizationId: org.id, userId: o.owner && !o['no-user'] ? org.owner_user_id : null, scopes, isDemo: o.demo === true,
         allowedFrom, allowedTo, rateLimitPerMinute: rate,
       });
       return { api_key: k.apiKey, api_key_id: k.apiKeyId };

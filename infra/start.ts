@@ -40,7 +40,7 @@ async function firstRun(): Promise<void> {
       say(`organizations in ${new URL(config.databaseUrl).pathname.slice(1)}:`);
       for (const o of orgs.slice(0, 5)) say(`  ${o.name}  id ${o.id}  (${o.numbers} active numbers)`);
       if (orgs.length > 5) say('  ...');
-      say(`a new API key: npm run --silent admin -- key create --org ${orgs[0].id}   (admin --help lists every command)`);
+      say(`a new API key: npm run --silent admin -- key create --org ${orgs[0].id} --owner   (admin --help lists every command)`);
       return;
     }
     const org = await bootstrapOrganization(db, { org: SANDBOX_ORG, scopes: [...DEFAULT_ALL_SCOPES], numbers: 3 });

@@ -82,6 +82,8 @@ t.test('key create with every flag; /v1/me and /v1/account reflect it', async (t
   t.equal(me.status, 200);
   t.same(me.body.data.scopes, ['account:read', 'calls:write']);
   t.equal(me.body.data.user, null, '--no-user');
+  const owned = oneJsonLine(t, await admin('key', 'create', '--org', org.organization_id, '--scopes', 'account:read', '--owner'));
+  t.equal((await env.request('GET', '/v1/me', { key: owned.api_key })).body.data.user?.id, org.user_id, '--owner: the owner\'s key');
   t.equal(me.body.data.organization.id, org.organization_id);
   t.same(me.body.data.api_key, {
     id: out.api_key_id, kind: 'api_key', is_demo: true, allowed_from: [from], allowed_to: ['+14155550123', '+442071838750'],
@@ -96,7 +98,7 @@ t.test('key create with every flag; /v1/me and /v1/account reflect it', async (t
 
   const plain = oneJsonLine(t, await admin('key', 'create', '--org', org.organization_id));
   const pm = await env.request('GET', '/v1/me', { key: plain.api_key });
-  t.equal(pm.body.data.user.id, org.user_id, 'by default the key belongs to the owner');
+  t.equal(pm.body.data.user, null, 'by default a key of the organization alone (no user)');
   t.same(pm.body.data.scopes, [...DEFAULT_ALL_SCOPES].sort());
   t.same([pm.body.data.api_key.is_demo, pm.body.data.api_key.allowed_from, pm.body.data.api_key.allowed_to, pm.body.data.api_key.rate_limit_per_minute],
     [false, [], [], 600]);
@@ -181,5 +183,5 @@ t.test('--help, help and help <command> list every command and flag, exit 0', as
   t.equal(flag.code, 0, '<command> --help is help too');
   t.match(flag.stdout, /^admin key create /);
   t.equal(unknown.code, 2, 'help for an unknown command is a usage error');
-  t.match(unknown.stderr, /^admin: no command "frob"; expected one of: bootstrap, key create/);
+  t.match(unknown.stderr, /^admin: no command "frob"; expected one of: bootstrap, user create, key create/);
 });
