@@ -106,7 +106,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       const { deps, principal, params } = ctx;
       const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
-      const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
+      const row = await releaseNumber(deps.db, deps.queues, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
       await cancelQueuedCallsFrom(deps.calls, principal.organizationId, row.id).catch((err) =>
         deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));
