@@ -38,23 +38,24 @@ export interface NumberRegistrationProvider {
 export const SANDBOX_REGISTRATION_MS = 3000;
 
 /** The sandbox's deterministic table, first match wins (docs/reference/number-registration.md):
- *    number ending 13            rejected business_unverified
+ *    number ending 13            rejected business_unverified, unless the details come from the organization's
+ *                                APPROVED enterprise registration (a vetted business)
  *    number ending 14            rejected number_ownership_unverified
  *    anything else               registered */
 export const SANDBOX_TABLE: readonly { when: string; verdict: RegistrationVerdict }[] = [
-  { when: 'the number ends in 13', verdict: { status: 'rejected', code: 'business_unverified', message: 'The registry could not match the business name and EIN to a registered business.' } },
+  { when: 'the number ends in 13 and the details were given in the request (not an APPROVED enterprise registration)', verdict: { status: 'rejected', code: 'business_unverified', message: 'The registry could not match the business name and EIN to a registered business.' } },
   { when: 'the number ends in 14', verdict: { status: 'rejected', code: 'number_ownership_unverified', message: 'The registry could not confirm that the business holds this number.' } },
 ];
 
-export function sandboxVerdict(phoneNumber: string): RegistrationVerdict {
-  if (phoneNumber.endsWith('13')) return SANDBOX_TABLE[0].verdict;
+export function sandboxVerdict(phoneNumber: string, details: Pick<RegistrationDetails, 'source'>): RegistrationVerdict {
+  if (phoneNumber.endsWith('13') && details.source !== 'enterprise_registration') return SANDBOX_TABLE[0].verdict;
   if (phoneNumber.endsWith('14')) return SANDBOX_TABLE[1].verdict;
   return { status: 'registered' };
 }
 
 export const sandboxNumberRegistrationProvider: NumberRegistrationProvider = {
   name: 'sandbox',
-  async register(phoneNumber) { return sandboxVerdict(phoneNumber); },
+  async register(phoneNumber, details) { return sandboxVerdict(phoneNumber, details); },
   async withdraw() { /* the sandbox registry keeps nothing */ },
 };
 
