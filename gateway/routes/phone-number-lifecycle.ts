@@ -98,7 +98,8 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     summary: 'Release a number',
     description: 'Gives the number back: its status becomes RELEASED (is_active false), the number_released webhook fires '
       + 'and calls still QUEUED with it as caller ID are canceled (call_outcome connection_unconfirmed, '
-      + 'disconnection_reason caller_id_released); calls already ringing or answered go on. The record stays readable. '
+      + 'disconnection_reason caller_id_released); calls already ringing or answered go on. Its registration with the call-analytics providers is withdrawn '
+      + '(number_registration.status_changed; /v1/number-registration). The record stays readable. '
       + 'Releasing a number that is already released answers not_found (retry with the same Idempotency-Key to get the first answer).',
     examples: { response: { data: { ...DETAIL_EXAMPLE, status: 'RELEASED', is_active: false, released_at: '2026-11-21T09:30:00.000Z' } } },
     params: IdParams,
