@@ -25,6 +25,7 @@ import { callerIdRoutes } from './routes/caller-ids.ts';
 import { phoneNumberCnamRoutes } from './routes/phone-number-cnam.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 import { numberHealthRoutes } from './routes/number-health.ts';
+import { numberRegistrationRoutes } from './routes/number-registration.ts';
 import { smsRoutes } from './routes/sms.ts';
 import { registerSoftphone } from './routes/softphone.ts';
 import { registerDocs } from './routes/docs.ts';
@@ -54,6 +55,7 @@ export const AREAS: Plugin[] = [
   contactRoutes,
   usageRoutes,
   numberHealthRoutes,
+  numberRegistrationRoutes,
   optimizeRoutes,
   sandboxRoutes,
   consoleRoutes,

@@ -51,6 +51,13 @@ export interface CnamSettings {
   telnyx: { apiKey: string; baseUrl: string } | null;
 }
 
+/** Number registration with the call-analytics providers (shared/number-registration), used by the gateway (which
+ *  provider a submission names) and the workers' number-registration processor. */
+export interface NumberRegistrationSettings {
+  /** NUMBER_REGISTRATION_PROVIDER: sandbox (the default and, so far, the only provider). */
+  provider: 'sandbox';
+}
+
 export interface SmsSettings {
   /** Messages per second one number hands to the carrier, across every workers process (SMS_NUMBER_RATE_PER_SECOND, 1). */
   numberRatePerSecond: number;
@@ -202,6 +209,7 @@ export interface Config {
   platformLegal: PlatformLegalSettings | null;
   reputation: ReputationSettings;
   cnam: CnamSettings;
+  numberRegistration: NumberRegistrationSettings;
   sms: SmsSettings;
   optimize: OptimizeSettings;
   metrics: MetricsSettings;
@@ -457,6 +465,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platformLegal: platformLegalSettings(env),
     reputation: reputationSettings(env),
     cnam: cnamSettings(env),
+    numberRegistration: { provider: oneOf('NUMBER_REGISTRATION_PROVIDER', ['sandbox'], env) },
     sms: { numberRatePerSecond: positive('SMS_NUMBER_RATE_PER_SECOND', 1, env) },
     optimize: {
       collectLimit: positiveInt('OPTIMIZE_COLLECT_LIMIT', 600, env),

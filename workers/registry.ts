@@ -9,6 +9,7 @@ import { optimizeRollup } from './processors/optimize-rollup.ts';
 import { optimizeRollupScheduler } from './services/optimize-rollup-scheduler.ts';
 import { numberProvisioning } from './processors/number-provisioning.ts';
 import { cnamRegistration } from './processors/cnam-registration.ts';
+import { numberRegistration } from './processors/number-registration.ts';
 import { reputationRefresh } from './processors/reputation-refresh.ts';
 import { reputationRemediation } from './processors/reputation-remediation.ts';
 import { reputationRefreshSchedule } from './services/reputation-refresh-schedule.ts';
@@ -35,6 +36,7 @@ export const PROCESSORS: Processor<any>[] = [
   callCommands,
   ticketCleanup,
   cnamRegistration,
+  numberRegistration,
   enterpriseVetting,
   brandReview,
   smsSend,

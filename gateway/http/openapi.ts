@@ -53,6 +53,9 @@ const TAGS: Record<string, string> = {
     + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
   'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
     + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
+  'Number Registration': 'Registration of the organization\'s numbers with the call-analytics providers that label calls '
+    + '(the Free Caller Registry path carriers\' analytics engines read): per-number status (not_registered, pending, '
+    + 'registered, rejected with a reason), bulk submission, and number_registration.status_changed on every change.',
   Sandbox: 'Test helpers of the sandbox carrier: the inbox of what simulated calls said to external numbers, and '
     + 'simulated inbound calls from a tester\'s phone and inbound SMS replies.',
   SMS: 'Text messages: send from a texting-registered number (A2P 10DLC registration, vetted), read sent and received '

@@ -98,7 +98,8 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     summary: 'Release a number',
     description: 'Gives the number back: its status becomes RELEASED (is_active false), the number_released webhook fires '
       + 'and calls still QUEUED with it as caller ID are canceled (call_outcome connection_unconfirmed, '
-      + 'disconnection_reason caller_id_released); calls already ringing or answered go on. The record stays readable. '
+      + 'disconnection_reason caller_id_released); calls already ringing or answered go on. Its registration with the call-analytics providers is withdrawn '
+      + '(number_registration.status_changed; /v1/number-registration). The record stays readable. '
       + 'Releasing a number that is already released answers not_found (retry with the same Idempotency-Key to get the first answer).',
     examples: { response: { data: { ...DETAIL_EXAMPLE, status: 'RELEASED', is_active: false, released_at: '2026-11-21T09:30:00.000Z' } } },
     params: IdParams,
@@ -106,7 +107,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       const { deps, principal, params } = ctx;
       const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
-      const row = await releaseNumber(deps.db, principal.organizationId, params.id, ctx.idempotent(reply));
+      const row = await releaseNumber(deps.db, deps.queues, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).
       await cancelQueuedCallsFrom(deps.calls, principal.organizationId, row.id).catch((err) =>
         deps.log.warn({ err, phone_id: row.id }, 'queued calls of a released number not canceled; origination will'));

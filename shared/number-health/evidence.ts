@@ -2,7 +2,8 @@
 // readiness progress. Pure (no I/O, the time is an input) so every row of the reference's table is unit-tested.
 //
 //   RETIRED           the number is not held any more (RELEASED) or the set membership looked at is RETIRED
-//   SETUP_INCOMPLETE  still PROVISIONING, or identity (CNAM display name) or reputation monitoring is missing
+//   SETUP_INCOMPLETE  still PROVISIONING, or identity (CNAM display name), registration with the call-analytics
+//                     providers (status registered, shared/number-registration) or reputation monitoring is missing
 //   FLAGGED           a HIGH provider risk on any carrier (of any age: an old HIGH is not proof of clean), or recent
 //                     negative handset evidence (the latest observation of a carrier is WRONG_NAME, SPAM, SCAM,
 //                     BLOCKED or NO_RING and is recent)
@@ -50,7 +51,8 @@ export interface EvidenceInput {
   now: number;
   numberStatus: 'PROVISIONING' | 'ACTIVE' | 'RELEASED';
   retiredMembership: boolean;
-  setup: { identity: boolean; monitoring: boolean };
+  /** registration: the number is registered with the call-analytics providers (shared/number-registration). */
+  setup: { identity: boolean; monitoring: boolean; registration: boolean };
   scores: readonly ProviderScore[];
   latest: readonly LatestObservation[];
   readiness: ReadinessCounts;
@@ -119,6 +121,7 @@ export function evaluateEvidence(i: EvidenceInput): Evidence {
   const missing = [
     ...(i.numberStatus === 'PROVISIONING' ? ['provisioning'] : []),
     ...(i.setup.identity ? [] : ['identity (CNAM display name)']),
+    ...(i.setup.registration ? [] : ['number registration']),
     ...(i.setup.monitoring ? [] : ['reputation monitoring']),
   ];
   if (missing.length) return out('SETUP_INCOMPLETE', `Setup incomplete: ${missing.join(', ')}.`, 'COMPLETE_SETUP');

@@ -25,6 +25,8 @@ export interface NumberFacts {
   cnam_display_name: string;
   cnam_status: string;
   reputation_enrolled_at: Date | null;
+  /** The number's registration with the call-analytics providers (not_registered when never submitted). */
+  registration_status: string;
   readiness: ReadinessCounts;
   latest: ObservationSummary[];
   scores: ReputationRow[];
@@ -32,7 +34,7 @@ export interface NumberFacts {
 
 interface Row {
   id: number; phone_number: string; status: NumberFacts['status']; area_code: string; team_id: string | null;
-  cnam_display_name: string; cnam_status: string; reputation_enrolled_at: Date | null;
+  cnam_display_name: string; cnam_status: string; reputation_enrolled_at: Date | null; registration_status: string;
   qualifying_calls: number | null; consented_testers: number | null; active_days: number | null; clean_carriers: string[] | null;
   callback_verified: boolean | null; last_qualifying_at: Date | null; latest_by_carrier: Record<string, ObservationSummary> | null;
 }
@@ -44,9 +46,10 @@ export async function loadFacts(db: Db | Tx, organizationId: string, phoneIds: n
   const [rows, scores] = await Promise.all([
     db.any<Row>(
       `SELECT p.id, p.phone_number, p.status, p.area_code, p.team_id, p.cnam_display_name, p.cnam_status, p.reputation_enrolled_at,
-              s.qualifying_calls, s.consented_testers, s.active_days, s.clean_carriers, s.callback_verified,
+              COALESCE(nr.status, 'not_registered') AS registration_status, s.qualifying_calls, s.consented_testers, s.active_days, s.clean_carriers, s.callback_verified,
               s.last_qualifying_at, s.latest_by_carrier
          FROM phone_numbers p LEFT JOIN number_health_summaries s ON s.phone_id = p.id
+              LEFT JOIN number_registrations nr ON nr.phone_id = p.id
         WHERE p.organization_id = $1 AND p.id = ANY($2::bigint[])`,
       [organizationId, phoneIds],
     ),
@@ -56,6 +59,7 @@ export async function loadFacts(db: Db | Tx, organizationId: string, phoneIds: n
     out.set(r.id, {
       id: r.id, phone_number: r.phone_number, status: r.status, area_code: r.area_code, team_id: r.team_id,
       cnam_display_name: r.cnam_display_name, cnam_status: r.cnam_status, reputation_enrolled_at: r.reputation_enrolled_at,
+      registration_status: r.registration_status,
       readiness: r.qualifying_calls === null ? NO_READINESS : {
         qualifyingCalls: r.qualifying_calls, consentedTesters: r.consented_testers!, activeDays: r.active_days!,
         cleanCarriers: r.clean_carriers!, callbackVerified: r.callback_verified!,
@@ -76,7 +80,8 @@ export function evidenceOf(f: NumberFacts, now: number, retiredMembership = fals
 export function evidenceInput(f: NumberFacts, now: number, retiredMembership = false): EvidenceInput {
   return ({
     now, numberStatus: f.status, retiredMembership,
-    setup: { identity: f.cnam_display_name.trim() !== '' && f.cnam_status !== 'failed', monitoring: f.reputation_enrolled_at !== null },
+    setup: { identity: f.cnam_display_name.trim() !== '' && f.cnam_status !== 'failed', monitoring: f.reputation_enrolled_at !== null,
+      registration: f.registration_status === 'registered' },
     scores: f.scores.map((s) => ({ carrier: s.carrier, risk_level: s.risk_level, checked_at: s.checked_at.getTime() })),
     latest: f.latest.map((o): LatestObservation => ({ carrier: o.carrier, outcome: o.outcome, observed_at: Date.parse(o.observed_at) })),
     readiness: f.readiness,

@@ -85,6 +85,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export function fleetItemView({ facts: f, memberships, evidence: e }: FleetItem, now: number): Static<typeof FleetItemResponse> {
   const missing = [
     ...(f.cnam_display_name.trim() === '' || f.cnam_status === 'failed' ? ['identity'] : []),
+    ...(f.registration_status !== 'registered' ? ['registration'] : []),
     ...(f.reputation_enrolled_at === null ? ['monitoring'] : []),
   ];
   return {
@@ -99,6 +100,7 @@ export function fleetItemView({ facts: f, memberships, evidence: e }: FleetItem,
       cnam_display_name: f.cnam_display_name,
       cnam_status: f.cnam_status,
       monitoring_enrolled_at: iso(f.reputation_enrolled_at),
+      registration_status: f.registration_status,
     },
     provider_scores: f.scores.map((s) => ({
       carrier: s.carrier, risk_level: s.risk_level, displayed_label: s.displayed_label, provider: s.provider,

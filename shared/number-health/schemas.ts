@@ -13,7 +13,8 @@ const Ts = (description: string) => Type.String({ format: 'date-time', descripti
 
 export const EvidenceState = lit(EVIDENCE_STATES, 'CLEAN_OBSERVED (fresh LOW risk, complete setup, readiness met with recent handset '
   + 'evidence; not a cross-carrier guarantee), NEEDS_DATA (insufficient or stale evidence: unknown is not clean), WATCH (MEDIUM '
-  + 'provider risk), FLAGGED (HIGH risk or recent negative handset evidence), SETUP_INCOMPLETE (missing identity or monitoring), '
+  + 'provider risk), FLAGGED (HIGH risk or recent negative handset evidence), SETUP_INCOMPLETE (still provisioning, or missing identity, '
+  + 'registration with the call-analytics providers (/v1/number-registration) or monitoring), '
   + 'RETIRED (released number or retired set membership; history kept).');
 const Warning = Nullable(Type.String(), 'Why the number is not clean, in words; null when CLEAN_OBSERVED.');
 const Action = lit(ACTIONS, 'What to do next: NONE, COMPLETE_SETUP, REQUEST_REMEDIATION, MONITOR, FRESH_CHECK (a paid provider check, '
@@ -104,11 +105,14 @@ export const FleetItemResponse = Type.Object({
   team_id: Nullable(Type.String(), 'The team the number belongs to; null: none.'),
   identity: Type.Object({
     status: Type.String({ description: 'COMPLETE or INCOMPLETE.' }),
-    missing: Type.Array(Type.String(), { description: 'What is missing: identity (CNAM display name), monitoring.' }),
+    missing: Type.Array(Type.String(), { description: 'What is missing: identity (CNAM display name), registration (the number is '
+      + 'not registered with the call-analytics providers: /v1/number-registration), monitoring.' }),
     cnam_display_name: Type.String({ description: 'The CNAM display name.' }),
     cnam_status: Type.String({ description: 'pending, registered or failed.' }),
     monitoring_enrolled_at: Nullable(Ts('When reputation monitoring started.'), 'When reputation monitoring started; null: not enrolled.'),
-  }, { description: 'Identity and monitoring setup.' }),
+    registration_status: Type.String({ description: 'The number\'s registration with the call-analytics providers: not_registered, '
+      + 'pending, registered or rejected (GET /v1/number-registration/{phone_id}).' }),
+  }, { description: 'Identity, registration and monitoring setup.' }),
   provider_scores: Type.Array(Type.Object({
     carrier: Type.String({ description: 'ATT, TMOBILE or VERIZON.' }),
     risk_level: Nullable(Type.String(), 'LOW, MEDIUM or HIGH; null: the provider had no answer (unavailable, not zero risk).'),

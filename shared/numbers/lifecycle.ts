@@ -3,7 +3,9 @@ import type { PhoneNumberDetailResponse } from './schemas.ts';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { DomainError, notFound, validationError } from '../errors.ts';
 import { recordEvent, wakeRelay } from '../events/outbox.ts';
+import { withdrawRegistration } from '../number-registration/registration.ts';
 import { parseE164 } from '../phone/e164.ts';
+import type { QueueRegistry } from '../queues/registry.ts';
 import { availableSandboxNumbers, isSandboxInventoryNumber, SANDBOX_AREA_CODES } from './inventory.ts';
 import { cnamFrom, insertPhoneNumber, phoneNumberView, type PhoneNumberRow } from './records.ts';
 
@@ -136,14 +138,16 @@ export async function activateNumber(db: Db, id: number): Promise<LifecycleRow |
   return row;
 }
 
-/** Releases a held number (provisioning or active): RELEASED with released_at, number_released; the row is kept. */
-export async function releaseNumber(db: Db, organizationId: string, id: number, within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
+/** Releases a held number (provisioning or active): RELEASED with released_at, number_released; the row is kept.
+ *  Its registration with the call-analytics providers is withdrawn in the same transaction. */
+export async function releaseNumber(db: Db, queues: QueueRegistry, organizationId: string, id: number, within?: WithinTx<LifecycleRow>): Promise<LifecycleRow> {
   const row = await db.tx('release-number', async (tx) => {
     const row = await tx.oneOrNone<LifecycleRow>(
       `UPDATE phone_numbers SET status = 'RELEASED', released_at = now()
         WHERE id = $1 AND organization_id = $2 AND status <> 'RELEASED' RETURNING *`, [id, organizationId]);
     if (!row) throw notFound('Phone number');
     await recordEvent(tx, { organizationId, eventType: 'number_released', data: lifecycleRecord(row) });
+    await withdrawRegistration(tx, queues, row);
     await within?.(tx, row);
     return row;
   });

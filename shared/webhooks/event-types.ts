@@ -11,7 +11,7 @@ export const REFERENCE_EVENT_TYPES = [
  *  a change a receiver can act on, and they are delivered in the same envelope as the table above. */
 export const OTHER_NAMED_EVENT_TYPES = [
   'phone_call.ended', 'enterprise.status.updated', 'TEXTING_REGISTRATION_STATUS_CHANGED',
-  'reputation.remediation.updated',
+  'reputation.remediation.updated', 'number_registration.status_changed',
 ] as const;
 
 /** Optimize events: subscribable by their exact name, delivered with their own flat body (`event` in the body). */

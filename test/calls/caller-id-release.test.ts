@@ -76,7 +76,7 @@ t.test('releasing a number cancels the calls queued from it', async (t) => {
 t.test('a release whose follow-up never ran: origination refuses the number', async (t) => {
   w2Calls = await queueThree(w2);
   // The release commits, and the gateway dies before canceling the queued calls.
-  await releaseNumber(env.db, w2.organization_id, await numberId(env, w2));
+  await releaseNumber(env.db, env.queues, w2.organization_id, await numberId(env, w2));
   for (const id of w2Calls) t.equal((await getCall(env, w2, id)).status, 'QUEUED');
   b2Number = await buy(t, b2 as CallOrg, w2.from);
 });

@@ -13,7 +13,7 @@ const READY: ReadinessCounts = {
 };
 /** Everything clean: each row below changes one thing. */
 const clean = (o: Partial<EvidenceInput> = {}): EvidenceInput => ({
-  now: NOW, numberStatus: 'ACTIVE', retiredMembership: false, setup: { identity: true, monitoring: true }, scores: low(),
+  now: NOW, numberStatus: 'ACTIVE', retiredMembership: false, setup: { identity: true, monitoring: true, registration: true }, scores: low(),
   latest: [{ carrier: 'ATT', outcome: 'CLEAN', observed_at: NOW - 2 * DAY }], readiness: READY, ...o,
 });
 const state = (i: EvidenceInput) => evaluateEvidence(i).evidence_state;
@@ -82,10 +82,11 @@ t.test('FLAGGED: HIGH risk or recent negative handset evidence', async (t) => {
   }
 });
 
-t.test('SETUP_INCOMPLETE: missing identity or monitoring, or still provisioning', async (t) => {
+t.test('SETUP_INCOMPLETE: missing identity, registration or monitoring, or still provisioning', async (t) => {
   const cases: [string, Partial<EvidenceInput>, RegExp][] = [
-    ['no identity', { setup: { identity: false, monitoring: true } }, /identity/],
-    ['no monitoring', { setup: { identity: true, monitoring: false } }, /monitoring/],
+    ['no identity', { setup: { identity: false, monitoring: true, registration: true } }, /identity/],
+    ['no monitoring', { setup: { identity: true, monitoring: false, registration: true } }, /monitoring/],
+    ['not registered', { setup: { identity: true, monitoring: true, registration: false } }, /number registration/],
     ['provisioning', { numberStatus: 'PROVISIONING' }, /provisioning/],
   ];
   for (const [name, o, why] of cases) {
@@ -98,7 +99,7 @@ t.test('SETUP_INCOMPLETE: missing identity or monitoring, or still provisioning'
 
 t.test('RETIRED: inactive number or retired set membership; wins over everything', async (t) => {
   t.equal(state(clean({ numberStatus: 'RELEASED' })), 'RETIRED');
-  t.equal(state(clean({ retiredMembership: true, setup: { identity: false, monitoring: false } })), 'RETIRED');
+  t.equal(state(clean({ retiredMembership: true, setup: { identity: false, monitoring: false, registration: false } })), 'RETIRED');
   const e = evaluateEvidence(clean({ retiredMembership: true }));
   t.match(e.health_warning, /history kept/);
   t.equal(e.recommended_action, 'NONE');

@@ -31,8 +31,22 @@ export async function phoneIds(env: TestEnv, orgId: string): Promise<{ id: numbe
   return env.db.any('SELECT id, phone_number FROM phone_numbers WHERE organization_id = $1 ORDER BY id', [orgId]);
 }
 
+/** Marks the numbers registered with the call-analytics providers (what /v1/number-registration and its provider
+ *  reach; a fresh number is not registered, and SETUP_INCOMPLETE names that). */
+export async function setRegistered(env: TestEnv, orgId: string, phoneIds: number[]) {
+  await env.db.none(
+    `INSERT INTO number_registrations (phone_id, organization_id, status, provider, details, decided_at)
+     SELECT id, $1, 'registered', 'fixture', '{"business_name": "Test Co", "ein": "12-3456789", "call_purpose": "customer_service",
+       "address": null, "source": "request", "enterprise_registration_id": null}'::jsonb, now()
+       FROM unnest($2::bigint[]) AS id
+     ON CONFLICT (phone_id) DO UPDATE SET status = 'registered', decided_at = now()`, [orgId, phoneIds]);
+}
+
+/** An organization whose numbers have a complete setup (identity, monitoring, registration). */
 export async function nhOrg(env: TestEnv, numbers: number, org?: string) {
   const o = await env.bootstrap({ numbers, org });
   await setLimits(env.db, o.organization_id, { channel_limit: 1000, calls_per_minute: 10_000, daily_spend_cap_cents: 100_000_000 });
-  return { ...o, phones: await phoneIds(env, o.organization_id) };
+  const phones = await phoneIds(env, o.organization_id);
+  await setRegistered(env, o.organization_id, phones.map((p) => p.id));
+  return { ...o, phones };
 }
