@@ -209,3 +209,16 @@ export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
+
+/** Runs sweepOrphans every `everyMs` (first after one period) on a timer that does not hold the process open. Several
+ *  gateways on one DOCUMENTS_DIR may each run it: removals are idempotent and checked against the rows. */
+export function startOrphanSweep(db: Db, storage: DocumentStorage, log: { info(o: object, m: string): void; warn(o: object, m: string): void },
+  o: { everyMs: number; graceMs: number }): { stop(): void } {
+  const timer = setInterval(() => {
+    sweepOrphans(db, storage, o.graceMs).then(
+      (removed) => { if (removed) log.info({ removed }, 'document orphan sweep'); },
+      (err) => log.warn({ err }, 'document orphan sweep failed'));
+  }, o.everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
