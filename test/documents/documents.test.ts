@@ -3,7 +3,7 @@
 // (row and file), tenant isolation and scopes on every route, attachment to an enterprise registration, Range, and
 // the orphan sweep.
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
@@ -17,6 +17,7 @@ import { testEnv } from '../helpers/env.ts';
 
 const MAX = 100_000;
 const dir = await mkdtemp(join(tmpdir(), 'ol-documents-'));
+t.teardown(() => rm(dir, { recursive: true, force: true }));
 const env = await testEnv(t, { env: { DOCUMENTS_DIR: dir, DOCUMENTS_MAX_BYTES: String(MAX) } });
 const org = await env.bootstrap({ org: 'Acme Dental', numbers: 2 });
 const other = await env.bootstrap({ org: 'Other Co', numbers: 1 });
