@@ -32,6 +32,8 @@ import { registerDocs } from './routes/docs.ts';
 import { OPTIMIZE_PUBLIC_DOCS, optimizeRoutes, registerOptimizePublic } from './routes/optimize.ts';
 import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { documentRoutes } from './routes/documents.ts';
+import { documentStorage } from '../shared/documents/storage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -54,6 +56,7 @@ export const AREAS: Plugin[] = [
   smsRoutes,
   contactRoutes,
   usageRoutes,
+  documentRoutes,
   numberHealthRoutes,
   numberRegistrationRoutes,
   optimizeRoutes,
@@ -76,7 +79,7 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
   const base: ProcessDeps = { config, db, redis, log, key: services.key, queues: services.queues, tokenKeys: services.tokenKeys };
   const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
     reputation: createReputationProvider(db, config), accounts: new AccountReader(db), mailer: createMailer(config, db),
-    passwordResets: new FixedWindowLimiter(redis, { windowMs: 3600_000 }) });
+    passwordResets: new FixedWindowLimiter(redis, { windowMs: 3600_000 }), documents: documentStorage(config) });
   for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
 
   gateway

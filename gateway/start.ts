@@ -1,6 +1,7 @@
 // The gateway's composition root: builds the process's services once (shared/services.ts), the HTTP application on
 // them (app.ts), the account-change watch and the admin listener, and stops them in reverse order.
 import { watchAccountChanges } from '../shared/accounts/snapshot.ts';
+import { startOrphanSweep } from '../shared/documents/documents.ts';
 import type { Config } from '../shared/config.ts';
 import type { Db } from '../shared/db.ts';
 import { startHealthServer } from '../shared/http/health-server.ts';
@@ -37,6 +38,9 @@ export async function startGateway(config: Config, log: Logger, opts: GatewayOpt
     const gateway = await buildGateway(services, readiness, opts);
     const accountWatch = await watchAccountChanges(gateway.deps.accounts, db, redis, services.key, log, config.faults.accountNoticeDelayMs);
     stops.push(() => accountWatch.stop());
+    // Files a crash left without their document row (shared/documents/documents.ts), hourly, an hour after writing.
+    const sweep = startOrphanSweep(db, gateway.deps.documents, log, { everyMs: 3600_000, graceMs: 3600_000 });
+    stops.push(async () => sweep.stop());
     const port = await gateway.listen(config.port, config.host);
     stops.push(() => gateway.close());
     // Metrics are not an API resource: they are served apart from the public port (loopback by default).

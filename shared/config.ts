@@ -1,4 +1,6 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { isIP } from 'node:net';
 import sipLib from 'sip';
 import { loadMediaSettings, type MediaSettings } from './media/settings.ts';
@@ -193,6 +195,11 @@ export interface Config {
   recordingsDir: string;
   /** Recording downloads one gateway streams at once; more get 503 with Retry-After (RECORDING_STREAMS_MAX, 32). */
   recordingStreamsMax: number;
+  /** Where uploaded documents are kept, one file per document named by its id (DOCUMENTS_DIR, default
+   *  <os temp>/openline-documents, beside RECORDINGS_DIR's default). */
+  documentsDir: string;
+  /** The largest document accepted, in bytes (DOCUMENTS_MAX_BYTES, default 10 MB). */
+  documentsMaxBytes: number;
   // --- Browser calling (tokens, tickets, signaling) ---
   /** Signs client tokens (CLIENT_TOKEN_SECRET); null: a secret generated once and kept in the database. */
   clientTokenSecret: string | null;
@@ -456,6 +463,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sip: carrier === 'sip' ? sipSettings(env) : null,
     recordingsDir: recordingsDirOf(env),
     recordingStreamsMax: positiveInt('RECORDING_STREAMS_MAX', 32, env),
+    documentsDir: env.DOCUMENTS_DIR || join(tmpdir(), 'openline-documents'),
+    documentsMaxBytes: positiveInt('DOCUMENTS_MAX_BYTES', 10 * 1000 * 1000, env),
     clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),
     console: consoleSettings(env),
     clientTokenPreviousSecret: secretSetting('CLIENT_TOKEN_PREVIOUS_SECRET', env),

@@ -184,10 +184,17 @@ export class Authenticator {
   }
 }
 
-export function requireScope(p: Principal, scope: Scope): void {
-  if (p.scopes.has(scope)) return;
-  throw new AuthError('scope_missing', `This credential lacks the "${scope}" scope required by this endpoint.`,
-    'insufficient_scope', scope, `Create a key that includes the ${scope} scope.`);
+/** The credential holds the scope, or one of a list (any-of: the challenge and fields.scope name them all). */
+export function requireScope(p: Principal, scope: Scope | readonly Scope[]): void {
+  if (typeof scope === 'string') {
+    if (p.scopes.has(scope)) return;
+    throw new AuthError('scope_missing', `This credential lacks the "${scope}" scope required by this endpoint.`,
+      'insufficient_scope', scope, `Create a key that includes the ${scope} scope.`);
+  }
+  if (scope.some((s) => p.scopes.has(s))) return;
+  const names = scope.join(' or ');
+  throw new AuthError('scope_missing', `This credential lacks the scopes of this endpoint: it needs ${names}.`,
+    'insufficient_scope', scope, `Create a key that includes ${names}.`);
 }
 
 type Challenge = 'missing' | 'invalid_request' | 'invalid_token' | 'insufficient_scope';
@@ -195,8 +202,8 @@ type Challenge = 'missing' | 'invalid_request' | 'invalid_token' | 'insufficient
 /** A 401 or 403 that must carry a Bearer challenge (RFC 6750) pointing at our resource metadata (RFC 9728). */
 export class AuthError extends ApiError {
   constructor(code: 'unauthorized' | 'scope_missing', message: string, readonly challenge: Challenge,
-    readonly scope?: Scope, resolutionHint?: string) {
-    super(code, message, { resolutionHint, fields: scope ? { scope: `requires ${scope}` } : undefined });
+    readonly scope?: Scope | readonly Scope[], resolutionHint?: string) {
+    super(code, message, { resolutionHint, fields: scope ? { scope: typeof scope === 'string' ? `requires ${scope}` : `requires one of ${scope.join(', ')}` } : undefined });
   }
 
   wwwAuthenticate(baseUrl: string): string {
@@ -204,7 +211,7 @@ export class AuthError extends ApiError {
     switch (this.challenge) {
       case 'missing': return `Bearer realm="api", ${meta}`;
       case 'insufficient_scope':
-        return `Bearer realm="api", error="insufficient_scope", error_description="The credential lacks the required scope", scope=${quoted(this.scope ?? '')}, ${meta}`;
+        return `Bearer realm="api", error="insufficient_scope", error_description="The credential lacks the required scope", scope=${quoted(typeof this.scope === 'string' ? this.scope : (this.scope ?? []).join(' '))}, ${meta}`;
       case 'invalid_request':
         return `Bearer realm="api", error="invalid_request", error_description="Malformed Authorization header", ${meta}`;
       default:

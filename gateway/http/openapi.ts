@@ -66,6 +66,9 @@ const TAGS: Record<string, string> = {
   Contacts: 'Contacts (consent records, opt-outs, call history) and call compliance: the organization\'s Do-Not-Call list '
     + 'and policy (calling window and days in the recipient\'s local time, calls per number per period, consent), checked '
     + 'on every call path before anything is placed.',
+  Documents: 'Files the organization keeps with the platform: supporting documents of enterprise registrations '
+    + '(caller_trust scopes) and knowledge documents of voice agents (agents scopes). PDF, PNG, JPEG or plain text, '
+    + 'checked from the bytes. See docs/reference/documents.md.',
   Usage: 'Usage and spend per day and month (calls, billed minutes by path, SMS segments, paid reputation checks) and the '
     + 'plan: the same rows the daily spend cap counts.',
   Reputation: 'Caller-trust number reputation: the cached spam evidence of each number per carrier (ATT, TMOBILE, '
@@ -211,7 +214,8 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
       description: r.description,
       tags: [r.tag],
       parameters: parameters.length ? parameters : undefined,
-      security: r.scope ? [{ bearer: [r.scope] }] : raw.has(r) && raw.get(r)!.security !== 'public' ? [{ [raw.get(r)!.security]: [] }] : [],
+      security: r.scope ? (typeof r.scope === 'string' ? [r.scope] : r.scope).map((sc: string) => ({ bearer: [sc] })) : raw.has(r) && raw.get(r)!.security !== 'public' ? [{ [raw.get(r)!.security]: [] }] : [],
+      // One scope, or (any-of routes) the list of which one is needed.
       'x-required-scope': r.scope ?? undefined,
       deprecated: r.deprecated ? true : undefined,
       responses,
@@ -219,6 +223,12 @@ export function buildOpenApi(apiRoutes: AnyRoute[], serverUrl: string, rawRoutes
     if (r.body) {
       op.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body),
         ...(r.examples?.request !== undefined ? { example: r.examples.request } : {}) } } };
+      if (r.upload) {
+        (op.requestBody as { content: Record<string, unknown> }).content['multipart/form-data'] = {
+          schema: plain(r.upload.form), ...(r.upload.encoding ? { encoding: r.upload.encoding } : {}),
+          ...(r.upload.formExample !== undefined ? { example: r.upload.formExample } : {}) };
+        if (r.upload.formDescription) (op.requestBody as Record<string, unknown>).description = r.upload.formDescription;
+      }
     }
     if (r.scope && r.method !== 'GET') {
       op.parameters = [...(parameters as unknown[]), { $ref: '#/components/parameters/IdempotencyKey' }];

@@ -91,6 +91,8 @@ export class HttpGateway {
   readonly pipeline: Pipeline<AnyRoute, ApiRequest>;
   /** Raw routes by path, then method. */
   private readonly raw = new Map<string, Map<string, RawEntry>>();
+  /** Body limits of upload routes ("METHOD /path", static paths), instead of MAX_BODY_BYTES. */
+  private readonly bodyLimits = new Map<string, number>();
   private readonly admission: Admission;
   /** RESPONSE_SCHEMA_CHECK=1 (tests): every answer checked against its route's declared responses. */
   private readonly responseCheck: ResponseCheck | null;
@@ -127,7 +129,14 @@ export class HttpGateway {
   get router() { return this.pipeline.router; }
 
   register(plugin: Plugin): this {
-    plugin({ add: (r) => { this.pipeline.add(r as AnyRoute); this.responseCheck?.add(r as AnyRoute); } });
+    plugin({ add: (r) => {
+      this.pipeline.add(r as AnyRoute);
+      this.responseCheck?.add(r as AnyRoute);
+      if (r.upload) {
+        if (r.path.includes('{')) throw new Error(`upload route ${r.method} ${r.path}: only static paths may raise the body limit`);
+        this.bodyLimits.set(`${r.method} ${r.path}`, r.upload.maxBodyBytes(this.deps.config));
+      }
+    } });
     return this;
   }
 
@@ -166,7 +175,8 @@ export class HttpGateway {
       });
     }
     if (!needsBody) return this.handle(ex, new ApiRequest(inc, null, false));
-    readBody(res, inc.headers['content-length'], MAX_BODY_BYTES, (body, tooBig) => this.handle(ex, new ApiRequest(inc, body, tooBig)));
+    const limit = this.bodyLimits.size ? this.bodyLimits.get(`${inc.method} ${inc.path}`) ?? MAX_BODY_BYTES : MAX_BODY_BYTES;
+    readBody(res, inc.headers['content-length'], limit, (body, tooBig) => this.handle(ex, new ApiRequest(inc, body, tooBig)));
   }
 
   private respond(ex: Exchange, out: Outcome): void {

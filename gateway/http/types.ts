@@ -10,7 +10,29 @@ import type { Clock } from '../../shared/clock.ts';
 import type { WithinTx } from '../../shared/db.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Cursors } from '../../shared/pagination.ts';
+import type { Config } from '../../shared/config.ts';
+import type { DocumentStorage } from '../../shared/documents/storage.ts';
 import type { Scope } from '../../shared/scopes.ts';
+
+/** A route's scope: one scope, or a list of which the credential must hold at least one (any-of). */
+export type RouteScope = Scope | readonly Scope[];
+
+/** A file part of a multipart/form-data body. */
+export interface UploadedFile { filename: string | null; contentType: string | null; data: Buffer }
+
+/** A route that also accepts its body as multipart/form-data (uploads). */
+export interface UploadSpec {
+  /** The largest body read for this route (the gateway's 1 MiB otherwise), from the process's settings. */
+  maxBodyBytes(config: Config): number;
+  /** The form's fields for the OpenAPI document (file parts: type string, format binary). */
+  form: TSchema;
+  /** A description of the form for the reference. */
+  formDescription?: string;
+  /** OpenAPI encoding of the form's parts (e.g. the content types a file part may have). */
+  encoding?: Record<string, { contentType: string }>;
+  /** An example of the form's text fields. */
+  formExample?: unknown;
+}
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -32,6 +54,8 @@ export interface GatewayDeps extends ProcessDeps {
   mailer: Mailer;
   /** Password-reset requests per email and per address, counted in Redis across gateways (hourly windows). */
   passwordResets: FixedWindowLimiter;
+  /** Where documents' bytes are kept (DOCUMENTS_DIR on local disk; shared/documents/storage.ts). */
+  documents: DocumentStorage;
 }
 
 export interface Deprecation {
@@ -71,6 +95,8 @@ export interface Ctx<B, Q, P> {
   params: P;
   requestId: string;
   headers: Record<string, string>;
+  /** The file parts of a multipart/form-data body, by field name (empty otherwise; only routes with `upload`). */
+  files: Record<string, UploadedFile>;
   /** The peer address of the connection (the socket's, not a forwarded claim), e.g. for signature audit trails. */
   readonly clientAddress: string;
   /** Public base URL of this API (PUBLIC_URL, else the listen address; never the request's Host), for absolute links. */
@@ -87,13 +113,16 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   method: Method;
   /** OpenAPI-style path: /v1/calls/{id}. */
   path: string;
-  /** Required scope; null for public routes (no credential). */
-  scope: Scope | null;
+  /** Required scope; a list: any one of them (the handler's domain narrows by what the key holds); null for public
+   *  routes (no credential). */
+  scope: RouteScope | null;
   summary: string;
   /** A paragraph for the reference: what the operation does, its rules and the state it changes (Markdown). */
   description?: string;
   tag: string;
   body?: BS;
+  /** The body may also come as multipart/form-data: text fields are validated as `body`, file parts go to ctx.files. */
+  upload?: UploadSpec;
   query?: QS;
   params?: PS;
   /** Success status and schema, for the OpenAPI document (and the suite's response check). `also`: other success

@@ -3,7 +3,7 @@
 import { validationError } from '../../shared/errors.ts';
 import type { StoredResponse } from '../../shared/idempotency/idempotency-store.ts';
 import { fieldMap } from './request-guards.ts';
-import type { Deprecation, Reply } from './types.ts';
+import type { Deprecation, Reply, UploadedFile } from './types.ts';
 
 // The body limit and reader live in shared/http/body.ts (every HTTP stack reads bodies there).
 export { MAX_BODY_BYTES } from '../../shared/http/body.ts';
@@ -66,4 +66,38 @@ export function parseBody(inc: { headers: Record<string, string> }, raw: Buffer 
     throw validationError({ body: 'must be empty; this endpoint takes no body' });
   }
   return parsed;
+}
+
+/** Whether the request's body is multipart/form-data (only routes with `upload` read it so). */
+export const isMultipart = (headers: Record<string, string>) =>
+  (headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() === 'multipart/form-data';
+
+/** A multipart/form-data body (RFC 7578), parsed by Node's own fetch implementation (undici): text fields as the
+ *  body (each given once), file parts by field name. A body over the route's limit, without a boundary or malformed
+ *  is a 400 naming `body`. */
+export async function parseMultipart(headers: Record<string, string>, raw: Buffer | null, tooBig: boolean):
+  Promise<{ fields: Record<string, string>; files: Record<string, UploadedFile> }> {
+  if (tooBig) throw validationError({ file: 'the request body exceeds this endpoint\'s size limit' }, 'The request body is too large.');
+  if (!raw || raw.length === 0) throw validationError({ body: 'is required (a multipart/form-data body)' });
+  let form: FormData;
+  try {
+    form = await new Response(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength) as unknown as BodyInit, { headers: { 'content-type': headers['content-type'] } }).formData();
+  } catch {
+    throw validationError({ body: 'is not a well-formed multipart/form-data body (RFC 7578) with the boundary of its Content-Type' },
+      'The multipart body could not be parsed.');
+  }
+  const fields: Record<string, string> = fieldMap();
+  const files: Record<string, UploadedFile> = Object.create(null);
+  const bad = fieldMap();
+  for (const [name, value] of form) {
+    if (name in fields || name in files) { bad[name] = 'must be given once'; continue; }
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) bad[name] = 'must not contain NUL characters';
+      else fields[name] = value;
+    } else {
+      files[name] = { filename: value.name || null, contentType: value.type || null, data: Buffer.from(await value.arrayBuffer()) };
+    }
+  }
+  for (const _ in bad) throw validationError(bad);
+  return { fields, files };
 }

@@ -30,6 +30,7 @@ const EXAMPLE_ID = '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f70';
 const EXAMPLE = {
   id: EXAMPLE_ID, status: 'DRAFT', ...EXAMPLE_DETAILS, rejection_reasons: [],
   loa: { unsigned: null, signed: null, signature_method: null },
+  documents: [{ id: '0193a4c3-0d1e-7f22-8b4c-1a2b3c4d5e6f', name: 'articles-of-organization.pdf', content_type: 'application/pdf', size_bytes: 184213 }],
   submitted_at: null, decided_at: null, created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };
 const loaExample = (version: string) => ({

@@ -69,8 +69,10 @@ t.test('lists every implemented route with its scope and error responses', async
     t.same(op.tags, [r.tag], `${label}: tag`);
     t.ok(op.responses[String(r.response.status)], `${label}: success response ${r.response.status}`);
     if (r.scope) {
-      t.same(op.security, [{ bearer: [r.scope] }], `${label}: bearer security with scope ${r.scope}`);
-      t.equal(op['x-required-scope'], r.scope);
+      // One scope, or an any-of list: one security requirement per scope (OpenAPI: any one of them suffices).
+      const scopes: string[] = typeof r.scope === 'string' ? [r.scope] : [...r.scope];
+      t.same(op.security, scopes.map((s) => ({ bearer: [s] })), `${label}: bearer security with scope ${scopes.join(' or ')}`);
+      t.same(op['x-required-scope'], r.scope);
       for (const st of ['400', '401', '403', '429', '500']) {
         t.equal(op.responses[st]?.content?.['application/json']?.schema?.$ref, '#/components/schemas/Error', `${label}: ${st} uses the error envelope`);
       }
@@ -100,6 +102,14 @@ t.test('parameters and bodies come from the validation schemas', async (t) => {
   const notes = doc.paths['/v1/test/things/{id}/notes'].post;
   t.ok(notes.parameters.some((p: { name: string; in: string; required: boolean }) => p.in === 'path' && p.name === 'id' && p.required));
   t.same(notes.requestBody.content['application/json'].schema.required, ['text']);
+  // An upload route documents its multipart form beside the JSON body, and its any-of scope.
+  const upload = doc.paths['/v1/documents'].post;
+  t.same(Object.keys(upload.requestBody.content).sort(), ['application/json', 'multipart/form-data']);
+  const form = upload.requestBody.content['multipart/form-data'];
+  t.same(form.schema.properties.file, { type: 'string', format: 'binary', description: form.schema.properties.file.description });
+  t.same(form.schema.required, ['file']);
+  t.ok(form.example && upload.requestBody.content['application/json'].example, 'examples of both bodies');
+  t.same(upload.security, [{ bearer: ['caller_trust:write'] }, { bearer: ['agents:write'] }]);
   t.equal(notes.requestBody.content['application/json'].schema.additionalProperties, false);
 });
 

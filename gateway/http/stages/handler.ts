@@ -5,7 +5,7 @@ import type { Tx, WithinTx } from '../../../shared/db.ts';
 import type { StagePlan } from '../../../shared/http/pipeline.ts';
 import type { NewClaim } from '../../../shared/idempotency/idempotency-store.ts';
 import { planFile, type StreamSlots } from '../file-response.ts';
-import type { AnyRoute, GatewayDeps, Reply } from '../types.ts';
+import type { AnyRoute, GatewayDeps, Reply, UploadedFile } from '../types.ts';
 import { serialize } from '../wire.ts';
 import { runClaimed } from './idempotency.ts';
 import type { ApiRequest } from './state.ts';
@@ -35,6 +35,7 @@ class HandlerContext {
   readonly params: Record<string, string>;
   readonly requestId: string;
   readonly headers: Record<string, string>;
+  readonly files: Record<string, UploadedFile>;
   /** The idempotency claim of this request, when it carries an Idempotency-Key and runs for the first time. */
   readonly claim: NewClaim | null;
 
@@ -46,6 +47,7 @@ class HandlerContext {
     this.params = x.params;
     this.requestId = x.requestId;
     this.headers = x.inc.headers;
+    this.files = x.files;
     this.claim = x.claim;
   }
 

@@ -4,7 +4,7 @@ import type { Principal } from '../../../shared/accounts/principal.ts';
 import type { NewClaim, StoredResponse } from '../../../shared/idempotency/idempotency-store.ts';
 import { newRequestId } from '../../../shared/ids.ts';
 import type { FilePlan } from '../file-response.ts';
-import type { AnyRoute } from '../types.ts';
+import type { AnyRoute, UploadedFile } from '../types.ts';
 
 /** The request as read off the socket. */
 export interface Incoming {
@@ -31,8 +31,10 @@ export class ApiRequest {
   principal: Principal | null = null;
   /** Set by the validate stage. */
   query!: Record<string, string>;
-  /** The parsed JSON body (undefined when the route takes none and none was sent). */
+  /** The parsed JSON body (undefined when the route takes none and none was sent); a multipart body's text fields. */
   body: unknown;
+  /** A multipart body's file parts (routes with `upload`). */
+  files: Record<string, UploadedFile> = {};
   /** The idempotency claim of a first attempt with an Idempotency-Key. */
   claim: NewClaim | null = null;
   /** This attempt lost a race to a twin with the same key and answers with the winner's response. */

@@ -49,6 +49,8 @@ export interface RegistrationRow extends BusinessDetails {
   updated_at: Date;
   /** The stored LOA versions (filled by the reads of this module). */
   loas?: Partial<Record<LoaVersion, { sha256: string; created_at: string; size: number }>> | null;
+  /** The documents attached to it (POST /v1/documents with registration_id; filled by the reads of this module). */
+  documents?: { id: string; name: string; content_type: string; size_bytes: number }[] | null;
 }
 
 export type LoaVersion = 'unsigned' | 'signed';
@@ -77,7 +79,9 @@ export function assertMove(row: Pick<RegistrationRow, 'id' | 'status'>, move: Mo
 }
 
 const SELECT = `SELECT r.*, (SELECT jsonb_object_agg(l.version, jsonb_build_object('sha256', l.sha256, 'created_at', l.created_at,
-  'size', octet_length(l.pdf))) FROM enterprise_loas l WHERE l.registration_id = r.id) AS loas FROM enterprise_registrations r`;
+  'size', octet_length(l.pdf))) FROM enterprise_loas l WHERE l.registration_id = r.id) AS loas,
+  (SELECT coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'name', d.name, 'content_type', d.content_type, 'size_bytes', d.size_bytes)
+    ORDER BY d.id), '[]'::jsonb) FROM documents d WHERE d.registration_id = r.id) AS documents FROM enterprise_registrations r`;
 
 /** The registration by id, or (id null) the organization's primary registration: its APPROVED one, else its newest. */
 export async function findRegistration(q: Db | Tx, organizationId: string, id: string | null, lock = false): Promise<RegistrationRow | null> {

@@ -1,6 +1,7 @@
 // Enterprise registrations as the API shows them: the response schema and its view. The business details' schemas
 // (detailFields) describe the request bodies too: the route file validates with them.
 import { Type, type Static } from '@sinclair/typebox';
+import { AttachedDocument } from '../../documents/schemas.ts';
 import { Nullable } from '../../response-schemas.ts';
 import { BUSINESS_TYPES } from './details.ts';
 import { VALID_EIN_PREFIXES } from './ein.ts';
@@ -51,6 +52,8 @@ export const RegistrationResponse = Type.Object({
     signature_method: Nullable(Type.Unsafe<'in_app' | 'uploaded'>({ type: 'string', enum: ['in_app', 'uploaded'] }),
       'How the LOA of the current vetting round was signed: in_app (sign-and-submit, resign) or uploaded (submit); null before.'),
   }, { description: 'The Letter of Authorization documents.' }),
+  documents: Type.Array(AttachedDocument, { description: 'Supporting documents attached to it (POST /v1/documents with '
+    + 'registration_id), oldest first; those of a PENDING_VETTING or APPROVED registration cannot be deleted.' }),
   submitted_at: Nullable(Type.String({ format: 'date-time' }), 'When it last went into vetting; null before.'),
   decided_at: Nullable(Type.String({ format: 'date-time' }), 'When vetting last decided; null while undecided.'),
   created_at: Type.String({ format: 'date-time', description: 'When the draft was created.' }),
@@ -69,6 +72,7 @@ export function registrationView(r: RegistrationRow, baseUrl: string): Static<ty
     website: r.website, registered_address: r.registered_address, authorized_contact: r.authorized_contact,
     phone_numbers: r.phone_numbers, rejection_reasons: r.rejection_reasons,
     loa: { unsigned: file('unsigned'), signed: file('signed'), signature_method: r.signature_method },
+    documents: (r.documents ?? []).map((d) => ({ id: d.id, name: d.name, content_type: d.content_type, size_bytes: Number(d.size_bytes) })),
     submitted_at: r.submitted_at?.toISOString() ?? null, decided_at: r.decided_at?.toISOString() ?? null,
     created_at: r.created_at.toISOString(), updated_at: r.updated_at.toISOString(),
   };
