@@ -175,7 +175,10 @@ export class HttpGateway {
       });
     }
     if (!needsBody) return this.handle(ex, new ApiRequest(inc, null, false));
-    const limit = this.bodyLimits.size ? this.bodyLimits.get(`${inc.method} ${inc.path}`) ?? MAX_BODY_BYTES : MAX_BODY_BYTES;
+    // An upload route's larger limit only for a request that presents a credential: an anonymous one (refused 401 after
+    // its body) never makes the gateway hold more than MAX_BODY_BYTES.
+    const credential = inc.headers.authorization !== undefined || inc.headers.cookie !== undefined;
+    const limit = this.bodyLimits.size && credential ? this.bodyLimits.get(`${inc.method} ${inc.path}`) ?? MAX_BODY_BYTES : MAX_BODY_BYTES;
     readBody(res, inc.headers['content-length'], limit, (body, tooBig) => this.handle(ex, new ApiRequest(inc, body, tooBig)));
   }
 
