@@ -68,7 +68,7 @@ export function ApiKeysPage({ session }: { session: Session }) {
           : keys.length === 0 ? <p class="empty">No API keys yet.{canWrite ? ' Create one above.' : ''}</p>
           : (
             <TableWrap label="API keys">
-              <table>
+              <table aria-label="API keys">
                 <thead>
                   <tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Scopes</th><th scope="col">Created by</th>
                     <th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th>

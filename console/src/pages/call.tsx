@@ -83,7 +83,7 @@ export function CallPage({ session, id }: { session: Session; id: string }) {
               <h2 id="legs-heading">Legs</h2>
               {call.legs.length === 0 ? <p class="empty">No leg was dialed.</p> : (
                 <TableWrap label="Legs">
-                  <table>
+                  <table aria-label="Legs">
                     <thead><tr><th scope="col">Role</th><th scope="col">Number</th><th scope="col">Status</th><th scope="col">Dialed</th>
                       <th scope="col">Answered</th><th scope="col">Ended</th><th scope="col">End reason</th></tr></thead>
                     <tbody>

@@ -62,7 +62,7 @@ export function CallsPage(_: { session: Session }) {
         : calls.length === 0 ? <p class="empty">{status || direction ? 'No calls match these filters.' : 'No calls yet. Calls placed through the API appear here.'}</p>
         : (
           <TableWrap label="Call log">
-            <table>
+            <table aria-label="Call log">
               <thead>
                 <tr><th scope="col">Started</th><th scope="col">To</th><th scope="col">From</th><th scope="col">Type</th>
                   <th scope="col">Direction</th><th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Cost</th></tr>

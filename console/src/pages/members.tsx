@@ -77,7 +77,7 @@ export function MembersPage({ session }: { session: Session }) {
           : members.length === 0 ? <p class="empty">No members.</p>
           : (
             <TableWrap label="Members">
-              <table>
+              <table aria-label="Members">
                 <thead><tr><th scope="col">Email</th><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Status</th>
                   <th scope="col">Added</th>{canWrite && <th scope="col"><span class="visually-hidden">Actions</span></th>}</tr></thead>
                 <tbody>
