@@ -37,6 +37,7 @@ import { documentStorage } from '../shared/documents/storage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
 import { consoleRoutes } from './routes/console.ts';
+import { registerConsoleUi } from './routes/console-ui.ts';
 
 /** Every API area, in the order its routes appear in the OpenAPI document (one per line: branches merge cleanly). */
 export const AREAS: Plugin[] = [
@@ -110,6 +111,9 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
 
   // The browser softphone page and its SDK bundle (static).
   await registerSoftphone(gateway, config, log);
+
+  // The console's web front end (static, a single-page app under /console).
+  await registerConsoleUi(gateway, log);
 
   // The Optimize tag and its collector (public: the property's public key names the property).
   registerOptimizePublic(gateway);

@@ -8,6 +8,8 @@ import { listenUrl } from '../gateway/http/public-url.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createDb } from '../shared/db.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
+import { randomBytes } from 'node:crypto';
+import { hashPassword } from '../shared/users/passwords.ts';
 import { prepareDatabase } from './prepare.ts';
 import { assertPortsFree } from './ports.ts';
 import { ensureServices } from './services.ts';
@@ -49,6 +51,11 @@ async function firstRun(): Promise<void> {
     say(`  API key (shown once, store it now): ${org.api_key}`);
     say('  it is a normal key with every scope (not a demo key); its numbers and calls live on the sandbox carrier');
     say(`  numbers: ${org.phone_numbers.join(', ')}`);
+    // The owner signs in to the console with a generated password, printed this once (only its scrypt hash is kept).
+    const password = randomBytes(12).toString('base64url');
+    const owner = await db.one<{ email: string }>('UPDATE users SET password_hash = $1 WHERE id = $2 RETURNING email', [await hashPassword(password), org.user_id]);
+    const url = config.publicUrl ?? listenUrl(config.host, config.port);
+    say(`  console: ${url}/console/  sign in as ${owner.email} with the password ${password} (shown once)`);
   } finally {
     await db.$pool.end();
   }

@@ -93,6 +93,7 @@ export class HttpGateway {
   private readonly raw = new Map<string, Map<string, RawEntry>>();
   /** Body limits of upload routes ("METHOD /path", static paths), instead of MAX_BODY_BYTES. */
   private readonly bodyLimits = new Map<string, number>();
+  private readonly rawPrefixes: { prefix: string; handler: (req: Parameters<RawRoute>[0], path: string) => ReturnType<RawRoute> }[] = [];
   private readonly admission: Admission;
   /** RESPONSE_SCHEMA_CHECK=1 (tests): every answer checked against its route's declared responses. */
   private readonly responseCheck: ResponseCheck | null;
@@ -140,6 +141,13 @@ export class HttpGateway {
     return this;
   }
 
+  /** A raw GET route for every path under `prefix` (a path ending in '/') that no exact raw route or API route
+   *  answers first among raw routes; the handler gets the request's path (the console's pages and assets). */
+  addRawPrefix(prefix: string, handler: (req: Parameters<RawRoute>[0], path: string) => ReturnType<RawRoute>): this {
+    this.rawPrefixes.push({ prefix, handler });
+    return this;
+  }
+
   addRaw(method: Method, path: string, handler: RawRoute, o: { failure?: RawFailure } = {}): this {
     let byMethod = this.raw.get(path);
     if (!byMethod) this.raw.set(path, (byMethod = new Map()));
@@ -161,12 +169,18 @@ export class HttpGateway {
     await this.auth.close();
   }
 
+  private prefixRaw(inc: Incoming): RawEntry | undefined {
+    if (inc.method !== 'GET') return undefined;
+    const p = this.rawPrefixes.find((x) => inc.path.startsWith(x.prefix));
+    return p ? { handler: (req) => p.handler(req, inc.path), failure: textFailure } : undefined;
+  }
+
   private onRequest(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     // Everything uWS hands out here is valid only during this call, so it is copied before anything awaits.
     const ex = new Exchange(res, req);
     const inc: Incoming = ex;
     const needsBody = MUTATING.has(inc.method);
-    const raw = this.raw.get(inc.path)?.get(inc.method);
+    const raw = this.raw.get(inc.path)?.get(inc.method) ?? this.prefixRaw(inc);
     if (raw) {
       if (!needsBody) return void this.serveRaw(ex, raw, null);
       return readBody(res, inc.headers['content-length'], MAX_BODY_BYTES, (body, tooBig) => {

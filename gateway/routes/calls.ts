@@ -2,7 +2,7 @@ import type { Principal } from '../../shared/accounts/principal.ts';
 import { Type } from '@sinclair/typebox';
 import { CALL_POLICY_ERRORS } from '../../shared/compliance/guard.ts';
 import { resolveAgent } from '../../shared/calls/agents.ts';
-import { HANGUP_MODES, type HangupMode } from '../../shared/calls/model.ts';
+import { HANGUP_MODES, LIVE_STATUSES, TERMINAL_STATUSES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall, type Placed } from '../../shared/calls/place.ts';
 import { exactSelection, selectCallerId, type CallerIdSelection } from '../../shared/number-health/dial.ts';
 import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
@@ -181,11 +181,17 @@ export const callRoutes: Plugin = (routes) => {
       + 'A credential of a user with the agent role sees only the calls that user placed. '
       + 'recording_url is included only for credentials with recordings:read. Read-only.',
     examples: { response: { data: [CALL_EXAMPLE], meta: { cursor: 'eyJsIjoiY2FsbHMiLCJrIjoiMDE5M2E0ZDAifQ.q7Xv2', page_size: 1 } } },
-    query: Type.Object(PageQuery, { additionalProperties: false }),
+    query: Type.Object({
+      ...PageQuery,
+      status: Type.Optional(Type.Union([...LIVE_STATUSES, ...TERMINAL_STATUSES].map((s) => Type.Literal(s)), {
+        description: 'Only calls in this status. Send it again with each cursor: a cursor keeps only the order.' })),
+      direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], {
+        description: 'Only outbound or only inbound calls. Send it again with each cursor.' })),
+    }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Call, { description: 'The calls, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
-      const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal));
+      const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal), { status: query.status, direction: query.direction });
       const out = deps.cursors.page('calls', page, rows, (r) => r.id);
       const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
       return { status: 200, body: { data: out.data.map((c) => callView(c, o)), meta: out.meta } };

@@ -167,13 +167,18 @@ export async function loadCall(db: Db, id: string): Promise<CallRow | null> {
   return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1', [id]);
 }
 
-export async function listCalls(db: Db, organizationId: string, p: PageParams, onlyUserId: string | null = null): Promise<CallRow[]> {
-  if (onlyUserId !== null) {
-    const k = keysetClause('id', p, 3);
-    return db.any<CallRow>(`SELECT * FROM calls WHERE organization_id = $1 AND user_id = $2${k.where}${k.tail}`, [organizationId, onlyUserId, ...k.values]);
-  }
-  const k = keysetClause('id', p, 2);
-  return db.any<CallRow>(`SELECT * FROM calls WHERE organization_id = $1${k.where}${k.tail}`, [organizationId, ...k.values]);
+/** Filters of the call log (GET /v1/calls): each narrows the list when set. */
+export interface CallFilters { status?: string; direction?: string }
+
+export async function listCalls(db: Db, organizationId: string, p: PageParams, onlyUserId: string | null = null, f: CallFilters = {}): Promise<CallRow[]> {
+  const values: unknown[] = [organizationId];
+  let where = 'organization_id = $1';
+  const and = (sql: string, v: unknown) => { values.push(v); where += ` AND ${sql} = $${values.length}`; };
+  if (onlyUserId !== null) and('user_id', onlyUserId);
+  if (f.status) and('status', f.status);
+  if (f.direction) and('direction', f.direction);
+  const k = keysetClause('id', p, values.length + 1);
+  return db.any<CallRow>(`SELECT * FROM calls WHERE ${where}${k.where}${k.tail}`, [...values, ...k.values]);
 }
 
 export async function contentPolicy(db: Db, organizationId: string): Promise<string> {
