@@ -126,7 +126,8 @@ export const consoleRoutes: Plugin = (routes) => {
     examples: { request: { email: USER.email }, response: { data: { status: 'accepted' } } },
     errors: ['rate_limited'],
     body: Type.Object({ email: Email }, { additionalProperties: false }),
-    response: { status: 202, schema: Type.Object({ data: Type.Object({ status: Type.Literal('accepted', { description: 'Always accepted.' }) }) }) },
+    response: { status: 202, schema: Type.Object({ data: Type.Object({ status: Type.Literal('accepted', { description: 'Always accepted.' }) },
+      { description: 'The request was taken (whether or not the email has an account).' }) }) },
     handler: async ({ deps, body, baseUrl, clientAddress }) => {
       await throttlePasswordResets(deps.passwordResets, deps.key, normalizeEmail(body.email), clientAddress);
       const r = await requestPasswordReset(deps.db, body.email);

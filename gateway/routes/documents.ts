@@ -63,7 +63,7 @@ export const documentRoutes: Plugin = (routes) => {
       maxBodyBytes: uploadBodyLimit, form: UploadForm,
       formDescription: 'multipart/form-data (file part `file`) or JSON (content_base64).',
       encoding: { file: { contentType: 'application/pdf, image/png, image/jpeg, text/plain' } },
-      formExample: { purpose: 'enterprise_registration', name: 'articles-of-organization.pdf', registration_id: REG_ID },
+      formExample: { file: '%PDF-1.7 (the file\'s bytes)', purpose: 'enterprise_registration', name: 'articles-of-organization.pdf', registration_id: REG_ID },
     },
     examples: {
       request: { purpose: 'enterprise_registration', name: 'articles-of-organization.pdf', registration_id: REG_ID,

@@ -30,7 +30,8 @@ const E164 = (description: string) => Type.String({ pattern: '^\\+[1-9][0-9]{6,1
 // ---------------------------------------------------------------------------------------------------- fleet
 const FLEET_EXAMPLE = {
   phone_id: 42, phone_number: '+14155550123', number_status: 'ACTIVE', area_code: '415', team_id: 'sales',
-  identity: { status: 'COMPLETE', missing: [], cnam_display_name: 'Acme Dental', cnam_status: 'registered', monitoring_enrolled_at: '2026-11-01T10:00:00.000Z' },
+  identity: { status: 'COMPLETE', missing: [], cnam_display_name: 'Acme Dental', cnam_status: 'registered', monitoring_enrolled_at: '2026-11-01T10:00:00.000Z',
+    registration_status: 'registered' },
   provider_scores: [{ carrier: 'ATT', risk_level: 'LOW', displayed_label: 'Acme Dental', provider: 'sandbox', checked_at: '2026-11-22T09:00:00.000Z', fresh: true }],
   set_memberships: [{ number_set_id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f71', role: 'PRIMARY', state: 'ACTIVE', outbound_enabled: true, priority: 100 }],
   observations: [],

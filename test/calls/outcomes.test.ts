@@ -125,10 +125,11 @@ t.test('bridge calls: every test number as the destination (connect_number answe
     // talk), so only the API hangup ends the call.
     const r = await dial(env, org, num(last4), last4 === '0008' ? '+12125550008' : '+14155559999');
     t.equal(r.status, 202, `dial ${last4}`);
-    // No provider evidence for the caller ID yet: Number Health calls it NEEDS_DATA (unknown is never clean).
+    // A fresh number is not registered with the call-analytics providers yet: Number Health calls its setup
+    // incomplete (the reference's SETUP_INCOMPLETE: missing identity, registration, monitoring or inbound routing).
     t.same(r.body.data, { call_id: r.body.data.call_id, status: 'QUEUED', from_number: org.from, selection_source: 'exact_from_number',
-      evidence_state: 'NEEDS_DATA', health_warning: r.body.data.health_warning, recommended_action: 'FRESH_CHECK' });
-    t.match(r.body.data.health_warning, /unknown is not clean/);
+      evidence_state: 'SETUP_INCOMPLETE', health_warning: r.body.data.health_warning, recommended_action: 'COMPLETE_SETUP' });
+    t.match(r.body.data.health_warning, /number registration/);
     return [last4, r.body.data.call_id] as const;
   }));
   await endWhenAnswered(placed.find(([l]) => l === '0008')![1]);

@@ -93,7 +93,10 @@ t.test('console sessions', async (t) => {
     t.equal(list.status, 200);
     t.notMatch(list.text, made.body.data.key, 'the plaintext is never answered again');
     const listed = list.body.data.find((k: any) => k.id === made.body.data.id);
-    t.ok(listed.last_used_at, 'last_used_at set by the use above');
+    // The use's last_used_at is written after its answer (never on the request's path), so it shows a moment later.
+    const used = await eventually(async () => (await env.request('GET', '/v1/api-keys', { headers: { cookie } }))
+      .body.data.find((k: any) => k.id === made.body.data.id && k.last_used_at));
+    t.ok(used.last_used_at, 'last_used_at set by the use above');
     t.same(listed.allowed_to, ['+14155550123']);
     const replay = await env.request('POST', '/v1/api-keys', { headers: { ...h, 'idempotency-key': 'k-1' }, body: { name: 'x', scopes: ['calls:read'] } });
     t.equal(replay.status, 400, 'an Idempotency-Key is refused: the answer is never stored');
