@@ -5,6 +5,7 @@ import { ApiKeysPage } from './pages/api-keys.tsx';
 import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
 import { MembersPage } from './pages/members.tsx';
+import { PhonePage } from './pages/phone.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { BASE, Link, navigate, PageTitle, useLocation } from './router.tsx';
 
@@ -62,6 +63,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   const can = (scope: string) => session.scopes.includes(scope);
   const nav = [
     { href: `${BASE}/calls`, label: 'Calls', show: can('calls:read') },
+    { href: `${BASE}/phone`, label: 'Phone', show: can('voice:webrtc') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -77,6 +79,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   let page;
   if (path === `${BASE}/calls`) page = <CallsPage session={session} />;
   else if (callMatch) page = <CallPage session={session} id={decodeURIComponent(callMatch[1])} />;
+  else if (path === `${BASE}/phone`) page = <PhonePage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;
