@@ -75,7 +75,8 @@ async function newest(dir: string): Promise<number> {
 export async function consoleIsStale(outDir = CONSOLE_DIST_DIR): Promise<boolean> {
   const built = await stat(join(outDir, 'index.html')).catch(() => null);
   if (!built) return true;
-  return (await newest(CONSOLE_SOURCE_DIR)) > built.mtimeMs;
+  // The Phone page bundles the softphone SDK (sdk/): its sources count too.
+  return Math.max(await newest(CONSOLE_SOURCE_DIR), await newest(join(CONSOLE_SOURCE_DIR, '..', 'sdk'))) > built.mtimeMs;
 }
 
 /** Builds the bundle when it is missing or stale; returns whether it built. */

@@ -88,7 +88,7 @@ export function mountPage(root: HTMLElement): SoftphoneHandle {
     get ended() { return phone?.ended ?? null; },
     start,
     hangup: async () => { await phone?.hangup(); },
-    stats: async () => (phone ? phone.stats() : { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 }),
+    stats: async () => (phone ? phone.stats() : { packetsSent: 0, packetsReceived: 0, bytesReceived: 0, packetsLost: 0, jitter: null, roundTripTime: null }),
   };
 
   const token = query.get('token');

@@ -30,7 +30,12 @@ export interface EndedDetail extends EndSummary { error: SoftphoneError | null }
 
 export interface ProgressDetail { stage: string; message: string; at: string }
 
-export interface AudioStats { packetsSent: number; packetsReceived: number; bytesReceived: number }
+/** RTP counters and quality of the call's audio. jitter and roundTripTime are in seconds, null until measured;
+ *  packetsLost counts what the far end's packets missed on the way in (inbound loss). */
+export interface AudioStats {
+  packetsSent: number; packetsReceived: number; bytesReceived: number;
+  packetsLost: number; jitter: number | null; roundTripTime: number | null;
+}
 
 /** Events: `state` ({state}), `progress` (ProgressDetail), `ended` (EndedDetail), `error` (SoftphoneError). All are
  *  CustomEvents; read `event.detail`. */
@@ -45,6 +50,7 @@ export class Softphone extends EventTarget {
   private consumer: types.Consumer | null = null;
   private mic: MediaStreamTrack | null = null;
   private ownsMic = false;
+  private isMuted = false;
   private readonly audio: HTMLAudioElement;
   private readonly url: string;
   /** Media requests waiting for their reply, by request id. */
@@ -66,6 +72,16 @@ export class Softphone extends EventTarget {
   get callId(): string | null { return this.id; }
   /** How the call ended (null until it has). */
   get ended(): EndedDetail | null { return this.endedReport; }
+  /** Whether the microphone is muted (setMuted). */
+  get muted(): boolean { return this.isMuted; }
+
+  /** Mutes or unmutes the microphone: the track is disabled, so silence is sent (the media path stays up). Works
+   *  before the microphone is open too: it opens muted. */
+  setMuted(muted: boolean): void {
+    this.isMuted = muted;
+    if (this.mic) this.mic.enabled = !muted;
+    this.emit('mute', { muted });
+  }
 
   /** Dials: resolves once the signaling socket is open and the ticket is on its way; progress follows as events. */
   async start(): Promise<void> {
@@ -81,6 +97,7 @@ export class Softphone extends EventTarget {
       });
     mic.then((t) => {
       this.mic = t;
+      if (this.isMuted) t.enabled = false;
       if (this.currentState === 'ended' && this.ownsMic) t.stop(); // the call ended while the prompt was open
     }, () => undefined);
     let ws: WebSocket;
@@ -129,18 +146,25 @@ export class Softphone extends EventTarget {
 
   /** RTP counters of this call's audio, from the peer connections' getStats() (zeros before media flows). */
   async stats(): Promise<AudioStats> {
-    const out: AudioStats = { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 };
+    const out: AudioStats = { packetsSent: 0, packetsReceived: 0, bytesReceived: 0, packetsLost: 0, jitter: null, roundTripTime: null };
     const [sent, received] = await Promise.all([
       this.producer && !this.producer.closed ? this.producer.getStats() : null,
       this.consumer && !this.consumer.closed ? this.consumer.getStats() : null,
     ]);
     sent?.forEach((s: any) => {
       if (s.type === 'outbound-rtp' && (s.kind ?? s.mediaType) === 'audio') out.packetsSent += s.packetsSent ?? 0;
+      // The far side's reports about what we send (RTCP receiver reports), else the ICE pair's STUN round trip.
+      if (s.type === 'remote-inbound-rtp' && typeof s.roundTripTime === 'number') out.roundTripTime = s.roundTripTime;
+      if (s.type === 'candidate-pair' && s.nominated && out.roundTripTime === null && typeof s.currentRoundTripTime === 'number') {
+        out.roundTripTime = s.currentRoundTripTime;
+      }
     });
     received?.forEach((s: any) => {
       if (s.type === 'inbound-rtp' && (s.kind ?? s.mediaType) === 'audio') {
         out.packetsReceived += s.packetsReceived ?? 0;
         out.bytesReceived += s.bytesReceived ?? 0;
+        out.packetsLost += Math.max(0, s.packetsLost ?? 0);
+        if (typeof s.jitter === 'number') out.jitter = s.jitter;
       }
     });
     return out;

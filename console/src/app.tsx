@@ -5,6 +5,8 @@ import { ApiKeysPage } from './pages/api-keys.tsx';
 import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
 import { MembersPage } from './pages/members.tsx';
+import { AcceptInvitationPage, ForgotPasswordPage, ResetPasswordPage } from './pages/links.tsx';
+import { PhonePage } from './pages/phone.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { BASE, Link, navigate, PageTitle, useLocation } from './router.tsx';
 
@@ -32,8 +34,13 @@ export function App() {
   };
   useEffect(() => { void load(); }, []);
 
+  // The pages of the mailed links (and the forgot-password form) open signed in or out.
+  const linkPage = path === `${BASE}/accept-invitation` || path === `${BASE}/reset-password` || path === `${BASE}/forgot-password`;
+  const signedIn = (s: Session) => { setCsrfToken(s.csrf_token); setState({ kind: 'signed-in', session: s }); };
+
   // Signed out: every page but the sign-in page leads to it, and back after signing in.
   useEffect(() => {
+    if (linkPage) return;
     if (state.kind === 'signed-out' && path !== `${BASE}/sign-in`) navigate(`${BASE}/sign-in?next=${encodeURIComponent(path)}`, true);
     if (state.kind === 'signed-in' && (path === BASE || path === `${BASE}/sign-in`)) {
       const next = search.get('next');
@@ -41,6 +48,9 @@ export function App() {
     }
   }, [state.kind, path]);
 
+  if (path === `${BASE}/accept-invitation`) return <AcceptInvitationPage onSignedIn={(s) => { signedIn(s); navigate(`${BASE}/calls`, true); }} />;
+  if (path === `${BASE}/reset-password`) return <ResetPasswordPage />;
+  if (path === `${BASE}/forgot-password`) return <ForgotPasswordPage />;
   if (state.kind === 'loading') return <p class="loading" role="status">Loading the console…</p>;
   if (state.kind === 'error') {
     return (
@@ -52,7 +62,7 @@ export function App() {
     );
   }
   if (state.kind === 'signed-out') {
-    return <SignInPage onSignedIn={(s) => { setCsrfToken(s.csrf_token); setState({ kind: 'signed-in', session: s }); }} />;
+    return <SignInPage onSignedIn={signedIn} />;
   }
   return <Frame session={state.session} path={path} onSignedOut={() => { setCsrfToken(null); setState({ kind: 'signed-out' }); }} />;
 }
@@ -62,6 +72,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   const can = (scope: string) => session.scopes.includes(scope);
   const nav = [
     { href: `${BASE}/calls`, label: 'Calls', show: can('calls:read') },
+    { href: `${BASE}/phone`, label: 'Phone', show: can('voice:webrtc') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -77,6 +88,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   let page;
   if (path === `${BASE}/calls`) page = <CallsPage session={session} />;
   else if (callMatch) page = <CallPage session={session} id={decodeURIComponent(callMatch[1])} />;
+  else if (path === `${BASE}/phone`) page = <PhonePage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;

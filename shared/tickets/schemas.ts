@@ -4,7 +4,9 @@ import { Type } from '@sinclair/typebox';
 export const WebrtcTicketResponse = Type.Object({
   token: Type.String({ description: 'olwt_… ; single use, send it in the first WebSocket message.' }),
   call_id: Type.String({ format: 'uuid', description: 'The browser call\'s id (GET /v1/calls/{id}).' }),
-}, { description: 'The ticket and its call.' });
+  signaling_url: Type.String({ description: 'The softphone WebSocket to send the ticket on (SIGNALING_PUBLIC_URL, else '
+    + 'ws://HOST:SIGNALING_PORT/v1/softphone).' }),
+}, { description: 'The ticket, its call and where to redeem it.' });
 
 export const RoomTokenResponse = Type.Object({
   token: Type.String({ description: 'A LiveKit access token (JWT) granting join to this call\'s room only.' }),

@@ -2,7 +2,7 @@
 // lockout answers 429 with Retry-After, shown as how long to wait.
 import { useState } from 'preact/hooks';
 import { api, messageOf, type Session } from '../api/client.ts';
-import { PageTitle } from '../router.tsx';
+import { BASE, Link, PageTitle } from '../router.tsx';
 
 export function SignInPage({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState('');
@@ -47,6 +47,7 @@ export function SignInPage({ onSignedIn }: { onSignedIn: (s: Session) => void })
         {error && <p id="signin-error" role="alert" class="error">{error}</p>}
         <button type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
       </form>
+      <p><Link href={`${BASE}/forgot-password`}>Forgot your password?</Link></p>
     </main>
   );
 }

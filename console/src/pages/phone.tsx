@@ -1,0 +1,251 @@
+// Phone: a softphone in the console. Pick a caller ID (the organization's ACTIVE numbers), type or paste a number or
+// use the dial pad, call, mute, hang up; a call timer, the live state and live quality from the SDK's getStats().
+// The ticket is minted through the session (POST /v1/webrtc-token: cookie + X-CSRF-Token) and the call runs in the
+// SDK's Softphone (sdk/softphone.ts), loaded on demand: the rest of the console never downloads mediasoup-client.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { AudioStats, CallState, EndedDetail, Softphone } from '../../../sdk/softphone.ts';
+import { api, messageOf, type Session } from '../api/client.ts';
+import { ErrorLine, Loading } from '../components.tsx';
+import { BASE, Link, PageTitle } from '../router.tsx';
+
+type PhoneNumber = { phone_number: string; name: string; status: string };
+
+const E164 = /^\+[1-9]\d{6,14}$/;
+const PAD = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '+', '0', '#'] as const;
+
+/** What a person typed or pasted, without the spaces, dashes, dots and brackets people write numbers with. */
+export const cleanNumber = (s: string) => s.replace(/[\s().\-\u00a0]/g, '');
+
+/** A signaling URL naming an any-address host (HOST=0.0.0.0) means "this host": use the page's host name. */
+function reachable(url: string): string {
+  const u = new URL(url);
+  if (u.hostname === '0.0.0.0' || u.hostname === '[::]' || u.hostname === '::') u.hostname = location.hostname;
+  return u.toString();
+}
+
+/** The microphone, or a sentence saying why not (asked before the call is placed: no call without audio). */
+async function openMicrophone(): Promise<MediaStreamTrack | string> {
+  if (!navigator.mediaDevices?.getUserMedia) {
+    return 'This browser cannot use a microphone on this page: open the console over https (or on localhost).';
+  }
+  try {
+    const s = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
+    return s.getAudioTracks()[0] ?? 'No microphone was found: connect one and try again.';
+  } catch (e) {
+    const name = (e as DOMException).name;
+    if (name === 'NotAllowedError' || name === 'SecurityError') {
+      return 'Microphone access is blocked: allow the microphone for this site in the browser\'s address bar, then call again.';
+    }
+    if (name === 'NotFoundError' || name === 'OverconstrainedError') return 'No microphone was found: connect one and try again.';
+    if (name === 'NotReadableError') return 'The microphone is in use by another application or could not be started.';
+    return `The microphone could not be opened (${name || String(e)}).`;
+  }
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+const clock = (s: number) => (s >= 3600 ? `${Math.floor(s / 3600)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}` : `${two(Math.floor(s / 60))}:${two(s % 60)}`);
+const ms = (seconds: number | null) => (seconds === null ? '—' : `${Math.round(seconds * 1000)} ms`);
+
+function endedLine(e: EndedDetail): string {
+  if (e.error) return `Ended: ${e.error.message} (${e.error.code})`;
+  const why = [e.callOutcome, e.failureCode ?? e.disconnectionReason].filter(Boolean).join(', ');
+  return `Ended: ${e.status ?? 'call over'}${why ? ` (${why})` : ''}`;
+}
+
+const STATE_TEXT: Record<CallState, string> = {
+  idle: 'Ready', connecting: 'Connecting…', ringing: 'Ringing…', answered: 'Answered', ended: 'Ended',
+};
+
+export function PhonePage(_: { session: Session }) {
+  const [numbers, setNumbers] = useState<PhoneNumber[] | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const [toError, setToError] = useState<string | null>(null);
+  const [callError, setCallError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [state, setState] = useState<CallState>('idle');
+  const [ended, setEnded] = useState<EndedDetail | null>(null);
+  const [callId, setCallId] = useState<string | null>(null);
+  const [muted, setMuted] = useState(false);
+  const [answeredAt, setAnsweredAt] = useState<number | null>(null);
+  const [now, setNow] = useState(Date.now());
+  const [stats, setStats] = useState<AudioStats | null>(null);
+  const phone = useRef<Softphone | null>(null);
+  const mic = useRef<MediaStreamTrack | null>(null);
+  const audio = useRef<HTMLAudioElement>(null);
+  const input = useRef<HTMLInputElement>(null);
+
+  const load = async () => {
+    setLoadError(null);
+    setNumbers(null);
+    try {
+      const { data, error, response } = await api.GET('/v1/phone-numbers', { params: { query: { limit: 100 } } });
+      if (!data) return setLoadError(messageOf(error, response));
+      const active = data.data.filter((n) => n.status === 'ACTIVE');
+      setNumbers(active);
+      setFrom((f) => (active.some((n) => n.phone_number === f) ? f : active[0]?.phone_number ?? ''));
+    } catch {
+      setLoadError('The server could not be reached.');
+    }
+  };
+  useEffect(() => { void load(); }, []);
+
+  // Leaving the page ends the call (the server sees the socket close) and frees the microphone.
+  useEffect(() => () => { phone.current?.leave(); mic.current?.stop(); }, []);
+
+  const live = state === 'connecting' || state === 'ringing' || state === 'answered';
+
+  // While the call is up: the timer ticks and the quality figures refresh every second.
+  useEffect(() => {
+    if (!live) return;
+    const tick = setInterval(() => {
+      setNow(Date.now());
+      phone.current?.stats().then(setStats, () => undefined);
+    }, 1000);
+    return () => clearInterval(tick);
+  }, [live]);
+
+  const press = (key: string) => {
+    setTo((v) => v + key);
+    setToError(null);
+    input.current?.focus();
+  };
+
+  const call = async (e: Event) => {
+    e.preventDefault();
+    const number = cleanNumber(to);
+    setTo(number);
+    setCallError(null);
+    if (!E164.test(number)) {
+      setToError('Enter the number in international (E.164) form: a + then the country code and number, digits only, e.g. +14155550123.');
+      input.current?.focus();
+      return;
+    }
+    setToError(null);
+    setBusy(true);
+    setEnded(null);
+    setStats(null);
+    setAnsweredAt(null);
+    setCallId(null);
+    try {
+      const track = await openMicrophone();
+      if (typeof track === 'string') return setCallError(track);
+      mic.current = track;
+      track.enabled = !muted;
+      let ticket;
+      try {
+        const { data, error, response } = await api.POST('/v1/webrtc-token', { body: { from_number: from, to_number: number } });
+        if (!data) {
+          track.stop();
+          return setCallError(messageOf(error, response));
+        }
+        ticket = data.data;
+      } catch {
+        track.stop();
+        return setCallError('The server could not be reached.');
+      }
+      setCallId(ticket.call_id);
+      const { Softphone } = await import('../../../sdk/softphone.ts');
+      const p = new Softphone({ url: reachable(ticket.signaling_url), token: ticket.token, audio: audio.current ?? undefined, microphone: track });
+      phone.current = p;
+      p.setMuted(muted);
+      p.addEventListener('state', (ev) => {
+        const s = (ev as CustomEvent<{ state: CallState }>).detail.state;
+        setState(s);
+        if (s === 'answered') setAnsweredAt(Date.now());
+      });
+      p.addEventListener('ended', (ev) => {
+        setEnded((ev as CustomEvent<EndedDetail>).detail);
+        track.stop();
+        mic.current = null;
+      });
+      await p.start();
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const hangUp = () => { void phone.current?.hangup(); };
+  const toggleMute = () => {
+    const m = !muted;
+    setMuted(m);
+    phone.current?.setMuted(m);
+    if (!phone.current && mic.current) mic.current.enabled = !m;
+  };
+
+  // `now` stops moving when the call ends (the interval stops), so the timer stays at the call's length.
+  const seconds = answeredAt ? Math.max(0, Math.floor((now - answeredAt) / 1000)) : 0;
+
+  return (
+    <>
+      <PageTitle title="Phone">Phone</PageTitle>
+      {loadError && <ErrorLine message={`The numbers could not be loaded: ${loadError}`} retry={() => void load()} />}
+      {!loadError && numbers === null && <Loading what="your numbers" />}
+      {numbers && numbers.length === 0 && (
+        <div class="card">
+          <h2>No number to call from yet</h2>
+          <p>Calls go out from one of your organization's active numbers. Buy one with <code>POST /v1/phone-numbers</code>
+            (or <code>npm run admin</code>), or ask an owner or admin of your organization to buy or import one; it
+            appears here once it is ACTIVE.</p>
+          <button type="button" class="secondary" onClick={() => void load()}>Check again</button>
+        </div>
+      )}
+      {numbers && numbers.length > 0 && (
+        <div class="phone">
+          <form onSubmit={(e) => void call(e)} class="dialer" aria-label="Place a call" noValidate>
+            <div class="field">
+              <label for="phone-from">Caller ID</label>
+              <select id="phone-from" value={from} disabled={live || busy} onChange={(e) => setFrom(e.currentTarget.value)}>
+                {numbers.map((n) => <option key={n.phone_number} value={n.phone_number}>{n.phone_number}{n.name ? ` (${n.name})` : ''}</option>)}
+              </select>
+            </div>
+            <div class="field">
+              <label for="phone-to">Number to call</label>
+              <input id="phone-to" ref={input} type="tel" inputMode="tel" autoComplete="tel" class="mono" value={to} disabled={live || busy}
+                aria-invalid={toError ? 'true' : undefined} aria-describedby={toError ? 'phone-to-error' : 'phone-to-hint'}
+                placeholder="+14155550123"
+                onInput={(e) => { setTo(e.currentTarget.value); setToError(null); }} />
+              <p id="phone-to-hint" class="hint">International form, e.g. +14155550123. Paste works; spaces and dashes are dropped.</p>
+              {toError && <p id="phone-to-error" role="alert" class="error">{toError}</p>}
+            </div>
+            <div class="dialpad" role="group" aria-label="Dial pad">
+              {PAD.map((k) => (
+                <button key={k} type="button" class="secondary" disabled={live || busy} aria-label={k === '+' ? 'Plus' : k === '#' ? 'Hash' : k} onClick={() => press(k)}>{k}</button>
+              ))}
+              <button type="button" class="secondary" disabled={live || busy || !to} aria-label="Delete last digit" onClick={() => setTo((v) => v.slice(0, -1))}>⌫</button>
+            </div>
+            <div class="row actions">
+              {!live && <button type="submit" disabled={busy || !from}>{busy ? 'Calling…' : 'Call'}</button>}
+              {live && <button type="button" class="danger" onClick={hangUp}>Hang up</button>}
+              <button type="button" class="secondary" aria-pressed={muted ? 'true' : 'false'} onClick={toggleMute}>{muted ? 'Unmute' : 'Mute'}</button>
+            </div>
+            {callError && <p role="alert" class="error">{callError}</p>}
+          </form>
+
+          <section class="card" aria-labelledby="phone-call-title">
+            <h2 id="phone-call-title">Call</h2>
+            <p role="status" class="call-state">{ended ? endedLine(ended) : STATE_TEXT[state]}</p>
+            <p>Call time: <span role="timer" aria-label="Call time">{clock(seconds)}</span></p>
+            {callId && state === 'ended' && <p><Link href={`${BASE}/calls/${callId}`}>View this call</Link></p>}
+            <h3>Quality</h3>
+            <dl class="summary" aria-label="Call quality">
+              <dt>Packets sent</dt><dd data-stat="sent">{stats?.packetsSent ?? 0}</dd>
+              <dt>Packets received</dt><dd data-stat="received">{stats?.packetsReceived ?? 0}</dd>
+              <dt>Loss</dt><dd data-stat="loss">{lossText(stats)}</dd>
+              <dt>Jitter</dt><dd data-stat="jitter">{ms(stats?.jitter ?? null)}</dd>
+              <dt>Round trip</dt><dd data-stat="rtt">{ms(stats?.roundTripTime ?? null)}</dd>
+            </dl>
+            <audio ref={audio} autoPlay />
+          </section>
+        </div>
+      )}
+    </>
+  );
+}
+
+function lossText(s: AudioStats | null): string {
+  if (!s || s.packetsReceived + s.packetsLost === 0) return '—';
+  const pct = (100 * s.packetsLost) / (s.packetsReceived + s.packetsLost);
+  return `${pct.toFixed(1)}% (${s.packetsLost} lost)`;
+}
