@@ -17,11 +17,11 @@ export const PHONE_NUMBER_EXAMPLE = {
 
 export const phoneNumberRoutes: Plugin = (routes) => {
   routes.add({
-    method: 'GET', path: '/v1/phone-numbers', scope: ['phone_numbers:read', 'voice:webrtc'], tag: 'Phone Numbers',
+    method: 'GET', path: '/v1/phone-numbers', scope: 'phone_numbers:read', tag: 'Phone Numbers',
     summary: 'List phone numbers',
     description: 'Lists every number the organization holds now (PROVISIONING and ACTIVE; released numbers are read one '
       + 'by one with GET /v1/phone-numbers/{id}), newest first, with the total in meta.total_results. Paginated with '
-      + 'limit, order and cursor. Read-only. voice:webrtc also reads the list (a softphone user picks a caller ID from it).',
+      + 'limit, order and cursor. Read-only.',
     examples: { response: { data: [PHONE_NUMBER_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(PhoneNumber, { description: 'The numbers, newest first (or oldest with order=asc).' }), meta: ListMeta }) },

@@ -18,7 +18,9 @@ export const ROLE_SCOPES: Record<Role, ReadonlySet<Scope>> = {
   developer: new Set(ALL.filter((s) => !MANAGEMENT.has(s))),
   // The softphone and their own calls (calls:read is filtered to the calls the user placed: ownCallsOnly), plus who
   // they are (account:read, so GET /v1/session and GET /v1/me answer).
-  agent: new Set<Scope>(['voice:webrtc', 'tokens:mint', 'calls:read', 'account:read']),
+  // phone_numbers:read: the console's Phone page lists the caller IDs an agent may call from (the reference's
+  // voice:webrtc alone may do nothing else, so the role carries the read scope instead).
+  agent: new Set<Scope>(['voice:webrtc', 'tokens:mint', 'calls:read', 'account:read', 'phone_numbers:read']),
   // Every read.
   viewer: new Set(ALL.filter((s) => s.endsWith(':read'))),
 };
