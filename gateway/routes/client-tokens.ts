@@ -58,14 +58,13 @@ export const clientTokenRoutes: Plugin = (routes) => {
     method: 'POST', path: '/v1/webrtc-token', scope: 'voice:webrtc', tag: 'Browser calling',
     summary: 'Path A: get a browser call ticket',
     description: 'Admits a browser call (type webrtc) with the same checks as POST /v1/calls (destination, bounds, '
-      + 'caller ID, call rate, spend cap, channels) and answers a single-use ticket and the signaling_url to send it on. The call is QUEUED and holds one '
+      + 'caller ID, call rate, spend cap, channels) and answers a single-use ticket. The call is QUEUED and holds one '
       + 'channel; the browser sends the ticket in the first message on the softphone WebSocket (the /softphone page does), '
       + 'and only then is to_number dialed. A ticket not redeemed within five minutes is revoked and its call canceled '
       + '(connection_unconfirmed). Cancel it earlier with POST /v1/calls/{id}/hangup?mode=cancel_setup.',
     examples: {
       request: { from_number: '+14155550123', to_number: '+12125550187' },
-      response: { data: { token: 'olwt_3kQ9vX2mZr7TnB5cLp0aYsE1dHk4WqN8tRj6uFx2GyA', call_id: '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98',
-        signaling_url: 'wss://rtc.openline.example/v1/softphone' } },
+      response: { data: { token: 'olwt_3kQ9vX2mZr7TnB5cLp0aYsE1dHk4WqN8tRj6uFx2GyA', call_id: '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98' } },
     },
     body: BrowserCall,
     response: {

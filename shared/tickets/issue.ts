@@ -29,7 +29,7 @@ export async function issueWebrtcTicket(rt: CallRuntime, p: Principal, req: Brow
   });
   const token = newTicket();
   await recordTicket(rt, call.id, p.organizationId, 'webrtc', token);
-  return { token, call_id: call.id, signaling_url: softphoneUrl(rt.deps.config) };
+  return { token, call_id: call.id };
 }
 
 export async function issueRoomToken(rt: CallRuntime, p: Principal, req: BrowserCallRequest): Promise<Static<typeof RoomTokenResponse>> {

@@ -4,9 +4,7 @@ import { Type } from '@sinclair/typebox';
 export const WebrtcTicketResponse = Type.Object({
   token: Type.String({ description: 'olwt_… ; single use, send it in the first WebSocket message.' }),
   call_id: Type.String({ format: 'uuid', description: 'The browser call\'s id (GET /v1/calls/{id}).' }),
-  signaling_url: Type.String({ description: 'The softphone WebSocket to send the ticket on (SIGNALING_PUBLIC_URL, else '
-    + 'ws://HOST:SIGNALING_PORT/v1/softphone).' }),
-}, { description: 'The ticket, its call and where to redeem it.' });
+}, { description: 'The ticket and its call (the reference\'s two fields; the console reads the softphone URL from its session).' });
 
 export const RoomTokenResponse = Type.Object({
   token: Type.String({ description: 'A LiveKit access token (JWT) granting join to this call\'s room only.' }),

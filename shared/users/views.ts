@@ -37,12 +37,15 @@ export const SessionResponse = Type.Object({
   scopes: Type.Array(Type.String(), { description: 'What the session may do (the role\'s scopes).' }),
   csrf_token: Type.String({ description: 'Send it as X-CSRF-Token on every POST, PUT, PATCH and DELETE made with the session.' }),
   expires_at: Type.String({ format: 'date-time', description: 'When the session ends at the latest (it also ends after 12 hours unused).' }),
+  softphone_url: Type.String({ description: 'The softphone WebSocket a browser call\'s ticket (POST /v1/webrtc-token) is sent on: '
+    + 'SIGNALING_PUBLIC_URL, else ws://HOST:SIGNALING_PORT/v1/softphone.' }),
 }, { description: 'A console session.' });
 
-export function sessionView(u: UserRow, org: { id: string; name: string; slug: string }, csrf: string, expiresAt: Date): Static<typeof SessionResponse> {
+export function sessionView(u: UserRow, org: { id: string; name: string; slug: string }, csrf: string, expiresAt: Date,
+  softphoneUrl: string): Static<typeof SessionResponse> {
   return {
     user: { id: u.id, email: u.email, name: u.name },
     organization: { id: org.id, name: org.name, slug: org.slug },
-    role: u.role, scopes: roleScopes(u.role), csrf_token: csrf, expires_at: expiresAt.toISOString(),
+    role: u.role, scopes: roleScopes(u.role), csrf_token: csrf, expires_at: expiresAt.toISOString(), softphone_url: softphoneUrl,
   };
 }

@@ -56,7 +56,7 @@ const STATE_TEXT: Record<CallState, string> = {
   idle: 'Ready', connecting: 'Connecting…', ringing: 'Ringing…', answered: 'Answered', ended: 'Ended',
 };
 
-export function PhonePage(_: { session: Session }) {
+export function PhonePage({ session }: { session: Session }) {
   const [numbers, setNumbers] = useState<PhoneNumber[] | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [from, setFrom] = useState('');
@@ -147,7 +147,7 @@ export function PhonePage(_: { session: Session }) {
       }
       setCallId(ticket.call_id);
       const { Softphone } = await import('../../../sdk/softphone.ts');
-      const p = new Softphone({ url: reachable(ticket.signaling_url), token: ticket.token, audio: audio.current ?? undefined, microphone: track });
+      const p = new Softphone({ url: reachable(session.softphone_url), token: ticket.token, audio: audio.current ?? undefined, microphone: track });
       phone.current = p;
       p.setMuted(muted);
       p.addEventListener('state', (ev) => {
