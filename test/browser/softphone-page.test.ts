@@ -19,7 +19,7 @@ if (chromiumSkip) {
     await pageEventually(page, () => !!window.softphone);
     t.equal(await page.evaluate(() => window.softphone.state), 'idle');
     t.equal(await page.evaluate(() => window.softphone.callId), null);
-    t.same(await page.evaluate(() => window.softphone.stats()), { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 });
+    t.same(await page.evaluate(() => window.softphone.stats()), { packetsSent: 0, packetsReceived: 0, bytesReceived: 0, packetsLost: 0, jitter: null, roundTripTime: null });
     t.equal(await page.textContent('#state'), 'idle');
     t.ok(await page.isEnabled('#start'), 'Start is enabled');
     t.ok(await page.isDisabled('#hangup'), 'Hang up is disabled while idle');

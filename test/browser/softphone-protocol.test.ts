@@ -106,7 +106,7 @@ if (chromiumSkip) {
     });
     t.same(playing, { tracks: 1, autoplay: true }, 'the far end is wired to the <audio> element');
     const stats = await page.evaluate(() => window.softphone.stats());
-    t.same(Object.keys(stats).sort(), ['bytesReceived', 'packetsReceived', 'packetsSent'], 'stats() answers during the call');
+    t.same(Object.keys(stats).sort(), ['bytesReceived', 'jitter', 'packetsLost', 'packetsReceived', 'packetsSent', 'roundTripTime'], 'stats() answers during the call');
 
     await page.evaluate(() => window.softphone.hangup());
     t.equal(await page.evaluate(() => window.softphone.state), 'ended', 'hangup() resolves once the call has ended');
@@ -116,7 +116,7 @@ if (chromiumSkip) {
     t.match(await page.textContent('#log'), /ended: COMPLETED, answered/);
     t.match(await page.textContent('#log'), /duration 4 s/);
     t.ok(await page.isHidden('#error'));
-    t.same(await page.evaluate(() => window.softphone.stats()), { packetsSent: 0, packetsReceived: 0, bytesReceived: 0 },
+    t.same(await page.evaluate(() => window.softphone.stats()), { packetsSent: 0, packetsReceived: 0, bytesReceived: 0, packetsLost: 0, jitter: null, roundTripTime: null },
       'nothing is read from closed transports');
     t.same(problems, []);
   });
