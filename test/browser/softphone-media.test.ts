@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t from 'tap';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
-import { ROOT, testEnv } from '../helpers/env.ts';
+import { eventually, ROOT, testEnv } from '../helpers/env.ts';
 import { startWsPeer } from '../helpers/ws-peer.ts';
 
 /** mediasoup's module and worker binary when this checkout has them, else why not. */
@@ -97,6 +97,8 @@ if (skip) {
     await page.goto(`${env.url}/softphone?token=olwt_echo&autostart=1&signaling=${encodeURIComponent(peer.url)}`);
     await pageEventually(page, () => window.softphone.state === 'answered');
     t.equal((await peer.next('produce')).rtp_parameters.codecs[0].mimeType, 'audio/PCMU');
+    // The fake peer sends answered before it creates the consumer (as signaling does): wait for it, however slow.
+    await eventually(async () => call.consumer);
     t.equal(call.consumer.rtpParameters.codecs[0].mimeType, 'audio/PCMU', 'the echo comes back as PCMU');
 
     // 50 packets a second each way once media flows; wait for a second's worth, however slow the machine is.
