@@ -151,9 +151,13 @@ window.__frames.push([h?h.textContent:null,getComputedStyle(document.documentEle
     for (let i = 0; i < N; i++) {
       const id = `split${String(i).padStart(8, '0')}`;
       const { page: p } = await visitorPage(id);
+      // The tag sends its impression on a short timer; a context closed before then may take the beacon with it
+      // (sendBeacon on pagehide is best effort), and the results below count what arrived. Wait for it to be answered.
+      const collected = p.waitForResponse((r) => r.url().includes('/v1/optimize/collect'), { timeout: 30_000 }).catch(() => null);
       await p.goto(`${site}/split`);
       const o = await note(p);
       const want = assignVariant(split.id, id, split.traffic_split, split.variants, split.hash_version);
+      if (want) t.ok(await collected, `visitor ${i}: the impression reached the collector`);
       t.equal(o.variants[split.id] ?? null, want?.id ?? null, `visitor ${i}: the browser's variant is the server's`);
       t.equal(await p.textContent('#headline'), want?.id === split.variants[1].id ? 'Split B' : 'Split page');
       if (want) enrolled++;
