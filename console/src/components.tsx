@@ -1,5 +1,27 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+/** A form's submission: `busy` while it runs, `error` its answer in words. `run(e, fn)` stops the browser's own submit,
+ *  clears the last error and runs fn, which answers an error message (or nothing when it succeeded); a request that
+ *  never reached the server says so. */
+export function useSubmit() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async (e: Event, fn: () => Promise<string | null | void>) => {
+    e.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      const message = await fn();
+      if (message) setError(message);
+    } catch {
+      setError('The server could not be reached.');
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, run };
+}
 
 /** A modal confirmation (<dialog>: focus is trapped and Escape cancels). */
 export function Confirm({ title, children, confirmLabel, onConfirm, onCancel, busy }: {

@@ -64,3 +64,26 @@ export async function pageEventually<T>(page: Page, fn: () => T | Promise<T>, ti
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** The strongest frequency the page's far-end player (the <audio> element `selector`) plays, from a Web Audio analyser
+ *  averaged over 1 s, and its power. */
+export function pageTone(page: Page, selector = '#remote'): Promise<{ hz: number; power: number }> {
+  return page.evaluate(async (sel) => {
+    const stream = (document.querySelector(sel) as HTMLAudioElement).srcObject as MediaStream;
+    const ctx = new AudioContext();
+    const analyser = ctx.createAnalyser();
+    analyser.fftSize = 4096;
+    ctx.createMediaStreamSource(stream).connect(analyser);
+    const bins = new Float32Array(analyser.frequencyBinCount);
+    const sum = new Float64Array(bins.length);
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      analyser.getFloatFrequencyData(bins);
+      bins.forEach((db, k) => { sum[k] += Math.pow(10, db / 10); });
+    }
+    let best = 1;
+    for (let k = 1; k < sum.length; k++) if (sum[k] > sum[best]) best = k;
+    await ctx.close();
+    return { hz: (best * ctx.sampleRate) / analyser.fftSize, power: sum[best] / 20 };
+  }, selector);
+}

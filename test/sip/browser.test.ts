@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM_FLAGS, CHROMIUM_PATH, chromiumSkip, openPage, pageEventually } from '../helpers/browser.ts';
+import { CHROMIUM_FLAGS, CHROMIUM_PATH, chromiumSkip, openPage, pageEventually, pageTone } from '../helpers/browser.ts';
 import { eventually } from '../helpers/env.ts';
 import { softphoneUrl } from '../signaling/softphone.ts';
-import { endedCall, measureTone, phoneSkip, sipPlatform, startPhone, startRouter, type Phone } from './helpers.ts';
+import { endedCall, heardTone, phoneSkip, sipPlatform, startPhone, startRouter, type Phone } from './helpers.ts';
 
 const skip = phoneSkip || chromiumSkip;
 if (skip) {
@@ -63,26 +63,7 @@ if (skip) {
       return x.packetsReceived >= 150 && x.packetsSent >= 150 ? x : null;
     }, 30_000);
     t.ok(pageStats.packetsReceived >= 150, `the page received the phone's RTP (${JSON.stringify(pageStats)})`);
-    // What the page plays: the strongest frequency of the far end's track (Web Audio analyser, averaged over 1 s).
-    const heardInPage = await page.evaluate(async () => {
-      // The page's player (#remote) plays the consumer's track.
-      const stream = (document.getElementById('remote') as HTMLAudioElement).srcObject as MediaStream;
-      const ctx = new AudioContext();
-      const analyser = ctx.createAnalyser();
-      analyser.fftSize = 4096;
-      ctx.createMediaStreamSource(stream).connect(analyser);
-      const bins = new Float32Array(analyser.frequencyBinCount);
-      const sum = new Float64Array(bins.length);
-      for (let i = 0; i < 20; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        analyser.getFloatFrequencyData(bins);
-        bins.forEach((db, k) => { sum[k] += Math.pow(10, db / 10); });
-      }
-      let best = 1;
-      for (let k = 1; k < sum.length; k++) if (sum[k] > sum[best]) best = k;
-      await ctx.close();
-      return { hz: (best * ctx.sampleRate) / analyser.fftSize, power: sum[best] / 20 };
-    });
+    const heardInPage = await pageTone(page);
     t.ok(heardInPage.hz > 950 && heardInPage.hz < 1050, `the page plays the phone's 1000 Hz (${JSON.stringify(heardInPage)})`);
 
     await page.evaluate(() => window.softphone.hangup());
@@ -91,13 +72,7 @@ if (skip) {
     await eventually(async () => !(await p.media.listSessions()).sessions.some((x) => x.callId === id), 30_000, 200);
     t.pass('media session closed');
 
-    let seen = '';
-    const heard = await eventually(async () => {
-      const f = phone.heard();
-      const m = f ? measureTone(f) : null;
-      seen = JSON.stringify(m);
-      return m && m.length >= 2.5 ? m : null;
-    }, 30_000, 250).catch((e) => { throw new Error(`${e.message}: recording ${seen}\n${phone.log().slice(-1500)}`); });
+    const heard = await heardTone(phone);
     t.ok(heard.hz > 400 && heard.hz < 480, `the phone heard the browser's 440 Hz (${heard.hz} Hz)`);
     t.ok(heard.rms > 0.05, `at a level above silence (RMS ${heard.rms})`);
   };

@@ -254,6 +254,18 @@ export async function startPhone(t: TapLike, o: { name: string; ip: string; tone
   return { uri, dir, child, log: phone.output, heard };
 }
 
+/** What a phone heard, measured once its recording holds at least `minSeconds` (baresip writes the WAV's header when
+ *  the call closes); a timeout names the last measure and the phone's log. */
+export async function heardTone(phone: Pick<Phone, 'heard' | 'log'>, minSeconds = 2.5): Promise<{ length: number; hz: number; rms: number }> {
+  let seen = '';
+  return eventually(async () => {
+    const f = phone.heard();
+    const m = f ? measureTone(f) : null;
+    seen = JSON.stringify(m);
+    return m && m.length >= minSeconds ? m : null;
+  }, 30_000, 250).catch((e) => { throw new Error(`${e.message}: recording ${seen}\n${phone.log().slice(-1500)}`); });
+}
+
 /** What sox measures of a recording: its whole length, and the rough (zero-crossing) frequency and the RMS amplitude
  *  (0..1) of `seconds` of it from the first sound on (the silence while the other leg rang is cut; a silent
  *  recording measures 0 or NaN). */

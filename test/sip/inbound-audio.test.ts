@@ -16,10 +16,10 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { chromium, type Browser } from 'playwright-core';
 import { deliveriesFor } from '../calls/helpers.ts';
-import { CHROMIUM_FLAGS, CHROMIUM_PATH, chromiumSkip, openPage, pageEventually } from '../helpers/browser.ts';
+import { CHROMIUM_FLAGS, CHROMIUM_PATH, chromiumSkip, openPage, pageEventually, pageTone } from '../helpers/browser.ts';
 import { eventually } from '../helpers/env.ts';
 import { softphoneUrl } from '../signaling/softphone.ts';
-import { endedCall, freePort, measureTone, phoneSkip, sipPlatform, startPhone } from './helpers.ts';
+import { endedCall, freePort, heardTone, phoneSkip, sipPlatform, startPhone } from './helpers.ts';
 
 declare global { interface Window { inbound: { frames: Record<string, unknown>[] } } }
 
@@ -74,24 +74,7 @@ if (skip) {
       return x.packetsReceived >= 150 && x.packetsSent >= 150 ? x : null;
     }, 30_000);
     t.ok(pageStats.packetsReceived >= 150, `the page received the caller's RTP (${JSON.stringify(pageStats)})`);
-    const heardInPage = await page.evaluate(async () => {
-      const stream = (document.getElementById('remote') as HTMLAudioElement).srcObject as MediaStream;
-      const ctx = new AudioContext();
-      const analyser = ctx.createAnalyser();
-      analyser.fftSize = 4096;
-      ctx.createMediaStreamSource(stream).connect(analyser);
-      const bins = new Float32Array(analyser.frequencyBinCount);
-      const sum = new Float64Array(bins.length);
-      for (let i = 0; i < 20; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        analyser.getFloatFrequencyData(bins);
-        bins.forEach((db, k) => { sum[k] += Math.pow(10, db / 10); });
-      }
-      let best = 1;
-      for (let k = 1; k < sum.length; k++) if (sum[k] > sum[best]) best = k;
-      await ctx.close();
-      return { hz: (best * ctx.sampleRate) / analyser.fftSize, power: sum[best] / 20 };
-    });
+    const heardInPage = await pageTone(page);
     t.ok(heardInPage.hz > 950 && heardInPage.hz < 1050, `the page plays the caller's 1000 Hz (${JSON.stringify(heardInPage)})`);
 
     await page.evaluate(() => window.softphone.hangup());
@@ -103,13 +86,7 @@ if (skip) {
     t.pass('media session closed');
 
     // baresip writes its recording's header when the call closes (our BYE).
-    let seen = '';
-    const heard = await eventually(async () => {
-      const f = caller.heard();
-      const mt = f ? measureTone(f) : null;
-      seen = JSON.stringify(mt);
-      return mt && mt.length >= 2.5 ? mt : null;
-    }, 30_000, 250).catch((e) => { throw new Error(`${e.message}: recording ${seen}\n${caller.log().slice(-1500)}`); });
+    const heard = await heardTone(caller);
     t.ok(heard.hz > 400 && heard.hz < 480, `the caller heard the browser's 440 Hz (${heard.hz} Hz)`);
     t.ok(heard.rms > 0.05, `at a level above silence (RMS ${heard.rms})`);
     t.same(problems, [], 'no console errors');

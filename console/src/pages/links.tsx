@@ -3,6 +3,7 @@
 // The token is read from the URL fragment, which browsers never send to a server, and POSTed in a JSON body only.
 import { useState } from 'preact/hooks';
 import { api, messageOf, type Session } from '../api/client.ts';
+import { useSubmit } from '../components.tsx';
 import { BASE, Link, PageTitle } from '../router.tsx';
 
 const tokenFromFragment = () => new URLSearchParams(location.hash.replace(/^#/, '')).get('token') ?? '';
@@ -45,26 +46,16 @@ export function AcceptInvitationPage({ onSignedIn }: { onSignedIn: (s: Session) 
   const [name, setName] = useState('');
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    if (password !== confirm) return setError('The two passwords differ.');
-    setBusy(true);
-    try {
-      const { data, error: err, response } = await api.POST('/v1/invitations/accept', { body: { token, password, name } });
-      if (data) {
-        history.replaceState(null, '', `${BASE}/calls`); // drop the token from the address bar and history
-        return onSignedIn(data.data);
-      }
-      setError(linkError(err, response, 'invitation'));
-    } catch {
-      setError('The server could not be reached.');
-    } finally {
-      setBusy(false);
+  const { busy, error, run } = useSubmit();
+  const submit = (e: Event) => run(e, async () => {
+    if (password !== confirm) return 'The two passwords differ.';
+    const { data, error: err, response } = await api.POST('/v1/invitations/accept', { body: { token, password, name } });
+    if (data) {
+      history.replaceState(null, '', `${BASE}/calls`); // drop the token from the address bar and history
+      return onSignedIn(data.data);
     }
-  };
+    return linkError(err, response, 'invitation');
+  });
   return (
     <main id="main" class="narrow">
       <PageTitle title="Accept the invitation">Join your team on Openline</PageTitle>
@@ -87,27 +78,17 @@ export function ResetPasswordPage() {
   const [token] = useState(tokenFromFragment);
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    if (password !== confirm) return setError('The two passwords differ.');
-    setBusy(true);
-    try {
-      const { error: err, response } = await api.POST('/v1/password-reset/confirm', { body: { token, password } });
-      if (response.ok) {
-        history.replaceState(null, '', `${BASE}/reset-password`);
-        return setDone(true);
-      }
-      setError(linkError(err, response, 'reset'));
-    } catch {
-      setError('The server could not be reached.');
-    } finally {
-      setBusy(false);
+  const { busy, error, run } = useSubmit();
+  const submit = (e: Event) => run(e, async () => {
+    if (password !== confirm) return 'The two passwords differ.';
+    const { error: err, response } = await api.POST('/v1/password-reset/confirm', { body: { token, password } });
+    if (response.ok) {
+      history.replaceState(null, '', `${BASE}/reset-password`);
+      return setDone(true);
     }
-  };
+    return linkError(err, response, 'reset');
+  });
   return (
     <main id="main" class="narrow">
       <PageTitle title="Reset your password">Choose a new password</PageTitle>
@@ -131,23 +112,13 @@ export function ResetPasswordPage() {
 export function ForgotPasswordPage() {
   const [email, setEmail] = useState('');
   const [sent, setSent] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    setBusy(true);
-    try {
-      const { error: err, response } = await api.POST('/v1/password-reset', { body: { email } });
-      if (response.ok) return setSent(true);
-      if (response.status === 429) setError('Too many reset requests for now: try again later.');
-      else setError(messageOf(err, response));
-    } catch {
-      setError('The server could not be reached.');
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useSubmit();
+  const submit = (e: Event) => run(e, async () => {
+    const { error: err, response } = await api.POST('/v1/password-reset', { body: { email } });
+    if (response.ok) return setSent(true);
+    if (response.status === 429) return 'Too many reset requests for now: try again later.';
+    return messageOf(err, response);
+  });
   return (
     <main id="main" class="narrow">
       <PageTitle title="Forgot password">Reset your password</PageTitle>

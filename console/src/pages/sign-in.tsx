@@ -2,33 +2,25 @@
 // lockout answers 429 with Retry-After, shown as how long to wait.
 import { useState } from 'preact/hooks';
 import { api, messageOf, type Session } from '../api/client.ts';
+import { useSubmit } from '../components.tsx';
 import { BASE, Link, PageTitle } from '../router.tsx';
 
 export function SignInPage({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run } = useSubmit();
 
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const { data, error: err, response } = await api.POST('/v1/session', { body: { email, password } });
-      if (data) return onSignedIn(data.data);
-      if (response.status === 401) setError('Wrong email or password.');
-      else if (response.status === 429) {
-        const wait = Number(response.headers.get('retry-after'));
-        const minutes = Number.isFinite(wait) && wait > 0 ? Math.ceil(wait / 60) : null;
-        setError(`Too many failed sign-ins: signing in is locked for now. Try again ${minutes ? `in ${minutes} minute${minutes === 1 ? '' : 's'}` : 'later'}.`);
-      } else setError(messageOf(err, response));
-    } catch {
-      setError('The server could not be reached.');
-    } finally {
-      setBusy(false);
+  const submit = (e: Event) => run(e, async () => {
+    const { data, error: err, response } = await api.POST('/v1/session', { body: { email, password } });
+    if (data) return onSignedIn(data.data);
+    if (response.status === 401) return 'Wrong email or password.';
+    if (response.status === 429) {
+      const wait = Number(response.headers.get('retry-after'));
+      const minutes = Number.isFinite(wait) && wait > 0 ? Math.ceil(wait / 60) : null;
+      return `Too many failed sign-ins: signing in is locked for now. Try again ${minutes ? `in ${minutes} minute${minutes === 1 ? '' : 's'}` : 'later'}.`;
     }
-  };
+    return messageOf(err, response);
+  });
 
   return (
     <main id="main" class="narrow">
