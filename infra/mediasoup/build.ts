@@ -7,7 +7,8 @@
 //     anything newer, so the copy we build from has that line relaxed);
 //   - every `subproject()` mediasoup calls finds a small stub folder (infra/mediasoup/subprojects/) that declares
 //     the dependency variable mediasoup expects from Debian's system library;
-//   - meson runs with --wrap-mode=nodownload, so nothing is fetched from anywhere.
+//   - meson runs with --wrap-mode=nodownload, so nothing is fetched from anywhere;
+//   - our patches to the worker (infra/mediasoup/patches.ts) are applied to the copy.
 // Run by `npm install`/`npm ci` (package.json "postinstall"); does nothing when the cached binary exists.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cachedWorkerBinary, mediasoupVersion, MEDIASOUP_PACKAGE_DIR } from '../../shared/media/worker-binary.ts';
+import { applyWorkerPatches } from './patches.ts';
 
 const STUBS_DIR = fileURLToPath(new URL('./subprojects/', import.meta.url));
 
@@ -71,6 +73,7 @@ function build(version: string, scratch: string): string {
   }
   const mesonBuild = join(workerDir, 'meson.build');
   writeFileSync(mesonBuild, readFileSync(mesonBuild, 'utf8').replace(/meson_version:\s*'>= 1\.1\.0'/, "meson_version: '>= 1.0.0'"));
+  applyWorkerPatches(workerDir, say);
 
   // The Makefile keeps mediasoup's own Release preset; pointing MESON/NINJA at Debian's and giving it an existing
   // PIP_DIR skips its pip step.

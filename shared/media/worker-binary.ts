@@ -1,5 +1,5 @@
 // Where the mediasoup worker built by infra/mediasoup/build.ts lives: outside node_modules (so `npm ci`, which
-// deletes node_modules, does not throw a 3-minute build away), keyed by mediasoup's version.
+// deletes node_modules, does not throw a 3-minute build away), keyed by mediasoup's version and our patch level.
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +16,12 @@ export function workerCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.MEDIASOUP_WORKER_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'openline');
 }
 
+/** Names the set of our patches to the worker (infra/mediasoup/patches.ts): change it whenever a patch changes, so a
+ *  machine's cached worker built without it is not used. */
+export const WORKER_PATCH_LEVEL = 'ol1';
+
 export function cachedWorkerBinary(version = mediasoupVersion(), env: NodeJS.ProcessEnv = process.env): string {
-  return join(workerCacheDir(env), `mediasoup-worker-${version}`);
+  return join(workerCacheDir(env), `mediasoup-worker-${version}-${WORKER_PATCH_LEVEL}`);
 }
 
 /**

@@ -4,7 +4,7 @@
 // service brings: until they are installed this file skips and says so.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir } from 'node:os';
+import { cachedWorkerBinary } from '../../shared/media/worker-binary.ts';
 import { dirname, join } from 'node:path';
 import t from 'tap';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
@@ -23,7 +23,7 @@ function findMediasoup(): { modulePath: string; workerBin: string } | string {
   const candidates = [
     process.env.MEDIASOUP_WORKER_BIN,
     join(dirname(modulePath), '..', '..', 'worker', 'out', 'Release', 'mediasoup-worker'),
-    join(homedir(), '.cache', 'openline', `mediasoup-worker-${version}`),
+    cachedWorkerBinary(version),
   ].filter((p): p is string => !!p);
   const workerBin = candidates.find((p) => existsSync(p));
   return workerBin ? { modulePath, workerBin } : `no mediasoup worker binary (looked at ${candidates.join(', ')})`;

@@ -20,7 +20,7 @@ const SCRIPT = `import('mediasoup').then(async (m) => {
 t.test('the cached worker is there, keyed by version', async (t) => {
   t.equal(mediasoupVersion(), '3.12.16');
   const binary = cachedWorkerBinary();
-  t.match(binary, /mediasoup-worker-3\.12\.16$/);
+  t.match(binary, /mediasoup-worker-3\.12\.16-ol\d+$/);
   t.ok(existsSync(binary), `${binary} exists`);
   t.notOk(binary.startsWith(join(ROOT, 'node_modules')), 'outside node_modules');
 });
@@ -44,5 +44,5 @@ t.test('and through mediasoup\'s default path, which the install step links to i
 
 t.test('the install step does nothing when the cached worker exists', async (t) => {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'infra/mediasoup/build.ts'], { cwd: ROOT });
-  t.match(stdout, /using cached worker .*mediasoup-worker-3\.12\.16/);
+  t.match(stdout, /using cached worker .*mediasoup-worker-3\.12\.16-ol\d+/);
 });
