@@ -16,15 +16,17 @@
 //   2. Concurrent answered calls with RTP both ways: calls are added in steps (BENCH_SIP_CONCURRENT) and held. Each
 //      connect leg's SDP answer names this bench's RTP generator as the far end; each destination leg answers at
 //      SIPp's echo port (-rtp_echo). The generator sends each call 160-byte PCMU payloads at 50 packets/s (its call,
-//      sequence and send time inside): relay (media process) -> mediasoup worker -> relay -> SIPp's echo -> relay ->
-//      worker -> relay -> generator, i.e. 4 relay crossings and 2 worker crossings each way. Over a window of
+//      sequence and send time inside): mediasoup worker -> SIPp's echo -> worker -> generator, 2 worker crossings
+//      each way (with BENCH_SIP_LATCHING=1 the media process runs SIP_RTP_LATCHING=1 and every crossing passes a
+//      relay in the media process on each side: 4 relay crossings more each way). Over a window of
 //      BENCH_SIP_WINDOW_SECONDS: loss (not back within 2 s), late (round trip > 300 ms), round trip p50/p99, the
-//      CPU of the mediasoup worker (per call), the media process (the relays), SIPp and the generator from
-//      /proc/<pid>/stat, and the relays' counters. (SIPp 3.6.1 plays rtp_stream from its echo socket, so a tone it
+//      CPU of the mediasoup worker (per call), the media process (the relays, when latching), SIPp and the generator
+//      from /proc/<pid>/stat, and the legs' packet counters. (SIPp 3.6.1 plays rtp_stream from its echo socket, so a tone it
 //      played would be echoed back into the bridge and loop: the bench sends the audio itself.)
 //
 // Settings: BENCH_SIP_RATES (default 10,25,50,100,150,200), BENCH_SIP_STEP_SECONDS (default 15), BENCH_SIP_CONCURRENT
-// (default 100,200,300,400,500,600), BENCH_SIP_WINDOW_SECONDS (default 10), BENCH_SIP_SKIP (cps|media: skip one).
+// (default 100,200,300,400,500,600), BENCH_SIP_WINDOW_SECONDS (default 10), BENCH_SIP_SKIP (cps|media: skip one),
+// BENCH_SIP_LATCHING (1: the media process latches RTP through its relays, SIP_RTP_LATCHING=1).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -57,6 +59,9 @@ const STEP_SECONDS = Number(process.env.BENCH_SIP_STEP_SECONDS ?? 15);
 const CONCURRENT = list(process.env.BENCH_SIP_CONCURRENT, '100,200,300,400,500,600');
 const WINDOW_SECONDS = Number(process.env.BENCH_SIP_WINDOW_SECONDS ?? 10);
 const SKIP = process.env.BENCH_SIP_SKIP ?? '';
+const LATCHING = process.env.BENCH_SIP_LATCHING === '1';
+/** How phase 2's RTP reaches the worker, in its figures' names. */
+const RTP_PATH = LATCHING ? 'through the latching relays (SIP_RTP_LATCHING=1)' : 'straight into the worker';
 /** How long after a step's last dial its calls may still complete before the rest count as failed. */
 const DRAIN_MS = 90_000;
 const PACKETS_PER_SECOND = 50;
@@ -115,7 +120,7 @@ async function ready(p: { child: ChildProcess; output: () => string }, what: str
   }
 }
 
-/** The far end of every connect leg in phase 2: one UDP socket that sends each call's relay 160-byte PCMU payloads
+/** The far end of every connect leg in phase 2: one UDP socket that sends each call's connect leg 160-byte PCMU payloads
  *  at 50 packets/s (skipping, not bursting, after a stall, as a real-time sender does) and receives them back after
  *  the round trip through the bridge and SIPp's echo. Each payload carries its call, sequence and send time. */
 class Generator {
@@ -192,12 +197,12 @@ class Generator {
   }
 }
 
-/** The relays' counters summed over the calls' legs (GET stats of each session). */
-async function relayCounters(media: MediaControlClient, calls: string[]) {
+/** The legs' packet counters summed over the calls (GET stats of each session). */
+async function legCounters(media: MediaControlClient, calls: string[]) {
   const sum = { fromFarEnd: 0, toFarEnd: 0, dropped: 0 };
   for (let i = 0; i < calls.length; i += 50) {
     await Promise.all(calls.slice(i, i + 50).map((c) => media.stats(c).then((s) => {
-      for (const l of s.carrierLegs) { sum.fromFarEnd += l.fromFarEnd; sum.toFarEnd += l.toFarEnd; sum.dropped += l.dropped; }
+      for (const l of s.carrierLegs) { sum.fromFarEnd += l.fromFarEnd; sum.toFarEnd += l.toFarEnd; sum.dropped += l.dropped ?? 0; }
     }, () => undefined)));
   }
   return sum;
@@ -230,7 +235,7 @@ async function main(): Promise<void> {
     DATABASE_URL: `postgres://127.0.0.1:5432/ol_bench_sip_${id}`, REDIS_PREFIX: `olb_${id}`,
     PORT: String(port), WORKERS_PORT: '0', SIGNALING_PORT: '0', MEDIA_PORT: '0', METRICS_PORT: '0',
     CARRIER: 'sip', SIP_TRUNK_URI: `sip:127.0.0.1:${sipPort}`, SIP_LISTEN: '127.0.0.1:0',
-    MEDIA_WORKERS: '1', MEDIA_RTC_MIN_PORT: '20000', MEDIA_RTC_MAX_PORT: '39999',
+    MEDIA_WORKERS: '1', MEDIA_RTC_MIN_PORT: '20000', MEDIA_RTC_MAX_PORT: '39999', SIP_RTP_LATCHING: LATCHING ? '1' : '0',
     WEBHOOK_ALLOW_INSECURE: '1', LOG_LEVEL: 'info', DATABASE_POOL_MAX: '4',
   };
   const config = loadConfig({ ...process.env, ...env });
@@ -369,7 +374,7 @@ async function main(): Promise<void> {
 
     // 2. Concurrent answered calls with RTP both ways through one mediasoup worker.
     if (SKIP !== 'media') {
-      say('2. concurrent answered calls, RTP both ways through one mediasoup worker (50 pkt/s per call from the generator, echoed by SIPp)');
+      say(`2. concurrent answered calls, RTP both ways ${RTP_PATH}, one mediasoup worker (50 pkt/s per call from the generator, echoed by SIPp)`);
       say('calls  up  pkts/s out  loss %  late %  rtt ms p50/p99  worker CPU %  worker %/call  media proc %  SIPp %  generator %  load avg');
       const live: string[] = [];
       let best = 0;
@@ -385,7 +390,7 @@ async function main(): Promise<void> {
         if (live.length < target) { say(`       ${refused} dials refused (the API answered non-202): stopping`); break; }
         measured = true;
         // Both legs answered and bridged (the call's answered_at), within a minute; then the generator starts sending
-        // to each new call's connect leg (its relay port: creating the leg again answers the existing one).
+        // to each new call's connect leg (its RTP port: creating the leg again answers the existing one).
         const until = Date.now() + 60_000;
         let upIds: string[] = [];
         while (Date.now() < until) {
@@ -417,18 +422,18 @@ async function main(): Promise<void> {
         say([String(target).padStart(5), String(up).padStart(4), (m.sent / wall).toFixed(0).padStart(11), m.loss.toFixed(3).padStart(7),
           m.late.toFixed(2).padStart(7), rtt.padStart(15), workerCpu.toFixed(1).padStart(13), (workerCpu / target).toFixed(3).padStart(14),
           mediaCpu.toFixed(1).padStart(13), sippCpu.toFixed(1).padStart(7), genCpu.toFixed(1).padStart(12), `  ${load()}`].join(' '));
-        const relay = await relayCounters(media, live);
-        say(`       relays (all legs, since answer): from the far ends ${relay.fromFarEnd}, to the far ends ${relay.toFarEnd}, dropped ${relay.dropped}`);
+        const legs = await legCounters(media, live);
+        say(`       legs (all, since answer): from the far ends ${legs.fromFarEnd}, to the far ends ${legs.toFarEnd}${LATCHING ? `, dropped by the relays ${legs.dropped}` : ''}`);
         if (up === target && m.loss < 0.1) {
           best = target;
           const at = `at ${target} calls`;
           atBest = [
-            { name: `${at}: loss (round trip generator -> relay -> worker -> relay -> SIPp echo -> back)`, value: round(m.loss, 3), unit: '%' },
+            { name: `${at}: loss (round trip generator -> worker -> SIPp echo -> back, ${RTP_PATH})`, value: round(m.loss, 3), unit: '%' },
             { name: `${at}: round trip p50`, value: round(pct(m.rtts, 50), 1), unit: 'ms' },
             { name: `${at}: round trip p99`, value: round(pct(m.rtts, 99), 1), unit: 'ms' },
             { name: `${at}: mediasoup worker CPU`, value: round(workerCpu, 1), unit: '% of a core' },
             { name: `${at}: mediasoup worker CPU per call`, value: round(workerCpu / target, 3), unit: '% of a core' },
-            { name: `${at}: media process CPU (the RTP relays)`, value: round(mediaCpu, 1), unit: '% of a core' },
+            { name: `${at}: media process CPU${LATCHING ? ' (the RTP relays)' : ''}`, value: round(mediaCpu, 1), unit: '% of a core' },
             { name: `${at}: SIPp CPU (signaling + echo)`, value: round(sippCpu, 1), unit: '% of a core' },
             { name: `${at}: load average (1 min)`, value: round(l[0]), unit: '' },
           ];
@@ -436,9 +441,9 @@ async function main(): Promise<void> {
       }
       say(`highest count with every call up and loss < 0.1 %: ${best} concurrent calls on one mediasoup worker\n`);
       // Nothing measured (the API refused the first dials): no figure rather than a 0.
-      if (measured) results.push({ name: 'concurrent answered SIP calls, RTP both ways, one mediasoup worker, loss < 0.1 %', value: best, unit: 'calls', target: '>= 500', met: best >= 500 }, ...atBest);
+      if (measured) results.push({ name: `concurrent answered SIP calls, RTP both ways ${RTP_PATH}, one mediasoup worker, loss < 0.1 %`, value: best, unit: 'calls', target: '>= 500', met: best >= 500 }, ...atBest);
     }
-    notes.push(`shared 2-core machine (other helpers' tests ran): load average per figure; SIPp -rtp_echo on UDP; MEDIA_WORKERS=1; step ${STEP_SECONDS} s; window ${WINDOW_SECONDS} s`);
+    notes.push(`shared 2-core machine (other helpers' tests ran): load average per figure; SIPp -rtp_echo on UDP; MEDIA_WORKERS=1; SIP_RTP_LATCHING=${LATCHING ? 1 : 0}; step ${STEP_SECONDS} s; window ${WINDOW_SECONDS} s`);
     const path = writeResult('sip', results, { note: notes.join('; ') });
     say(`figures written to ${path}`);
   } finally {

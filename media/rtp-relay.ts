@@ -1,7 +1,7 @@
-// A SIP leg's RTP port: the address and port the SDP offer names, between the far end (the trunk's media address)
-// and the leg's mediasoup PlainTransport on loopback. It exists because mediasoup 3.12 routes incoming RTP by SSRC
-// and an SDP answer does not say which SSRC the far end will send (nor that it keeps one for the whole call): the
-// relay writes the leg's own SSRC into each packet on the way in.
+// A SIP leg's RTP port with SIP_RTP_LATCHING=1: the address and port the SDP offer names, between the far end (the
+// trunk's media address) and the leg's mediasoup PlainTransport on loopback. (Without latching the PlainTransport
+// listens itself and our worker patch adopts the far end's SSRC; see media/sip-leg.ts.) The relay writes the leg's
+// own SSRC into each packet on the way in, since an SDP answer does not say which SSRC the far end will send.
 // Symmetric-RTP latching: before the answer nothing is sent or forwarded. Afterwards the first RTP packet from an
 // address the leg may hear (the answer's own address, or any inside SIP_TRUNK_ALLOW) latches the leg to its source
 // address and port: from then on only that source is heard and everything goes there, so a far end whose SDP names

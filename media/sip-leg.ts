@@ -1,7 +1,11 @@
-// One SIP carrier leg of a call's router: a PlainTransport on loopback, fed by the leg's RTP relay (the port the
-// SDP offer names). Once the far end answered, connect() starts the relay and declares the far end's audio as a
-// producer (the codec the answer chose, the relay's SSRC). A bridge (consumeFrom) makes another leg's producer play
-// out of this leg: both legs are G.711 and mediasoup never transcodes, so they must share the codec.
+// One SIP carrier leg of a call's router: a PlainTransport whose ports the SDP names. By default the transport listens
+// on MEDIA_LISTEN_IP itself and, once the far end answered, hears RTP only from the answer's address and port; our
+// patched worker (infra/mediasoup/patches.ts) takes the far end's audio whatever SSRC it sends. With SIP_RTP_LATCHING
+// the transport sits on loopback behind an RTP relay (media/rtp-relay.ts) that latches to the first sender inside
+// SIP_TRUNK_ALLOW (far ends behind NAT), at the cost of two more loopback crossings per packet.
+// Either way connect() declares the far end's audio as a producer (the codec the answer chose, the leg's SSRC). A
+// bridge (consumeFrom) makes another leg's producer play out of this leg: both legs are G.711 and mediasoup never
+// transcodes, so they must share the codec.
 import { randomInt } from 'node:crypto';
 import { BlockList } from 'node:net';
 import type { types } from 'mediasoup';
@@ -31,18 +35,25 @@ export class SipLeg {
   private constructor(
     legId: string,
     private readonly transport: types.PlainTransport,
-    private readonly relay: RtpRelay,
+    /** The latching relay (SIP_RTP_LATCHING), or null when RTP goes straight to the transport. */
+    private readonly relay: RtpRelay | null,
     private readonly ssrc: number,
     private readonly announcedIp: string,
   ) { this.legId = legId; }
 
   static async create(router: types.Router, legId: string, settings: MediaSettings): Promise<SipLeg> {
     const ssrc = randomInt(1, 0xffffffff);
+    const announcedIp = settings.announcedIp ?? settings.listenIp;
+    if (!settings.sipRtpLatching) {
+      // RTCP on a port of its own (a=rtcp): a trunk's far end rarely multiplexes.
+      const transport = await router.createPlainTransport({ listenIp: { ip: settings.listenIp }, rtcpMux: false, comedia: false });
+      return new SipLeg(legId, transport, null, ssrc, announcedIp);
+    }
     const relay = await RtpRelay.open({ listenIp: settings.listenIp, minPort: settings.rtcMinPort, maxPort: settings.rtcMaxPort, ssrc });
     try {
       const transport = await router.createPlainTransport({ listenIp: { ip: '127.0.0.1' }, rtcpMux: true, comedia: false });
       await transport.connect(relay.insideAddress);
-      return new SipLeg(legId, transport, relay, ssrc, settings.announcedIp ?? settings.listenIp);
+      return new SipLeg(legId, transport, relay, ssrc, announcedIp);
     } catch (err) {
       relay.close();
       throw err;
@@ -53,7 +64,8 @@ export class SipLeg {
   get producerId(): string | null { return this.producer?.id ?? null; }
 
   created(created: boolean): CarrierLegCreated {
-    return { legId: this.legId, created, ip: this.announcedIp, port: this.relay.port };
+    if (this.relay) return { legId: this.legId, created, ip: this.announcedIp, port: this.relay.port };
+    return { legId: this.legId, created, ip: this.announcedIp, port: this.transport.tuple.localPort, rtcpPort: this.transport.rtcpTuple!.localPort };
   }
 
   /** The answer arrived: relay to and from the far end, and produce what it sends. Repeating it with the same far
@@ -66,6 +78,10 @@ export class SipLeg {
     }
     await this.pin(far.mimeType);
     this.farEnd = far;
+    if (!this.relay) {
+      await this.transport.connect({ ip: far.ip, port: far.port, rtcpPort: far.rtcpPort ?? far.port + 1 });
+      return;
+    }
     const tuple = this.transport.tuple;
     const allow = far.allow ? allowList(far.allow) : null;
     this.relay.connect({ ip: far.ip, port: far.port, rtcpPort: far.rtcpPort ?? far.port + 1, payloadType: G711_PAYLOAD_TYPES[far.mimeType], allow }, { ip: tuple.localIp, port: tuple.localPort });
@@ -107,11 +123,26 @@ export class SipLeg {
   }
 
   async stats(): Promise<CarrierLegStats> {
-    return { legId: this.legId, connected: this.relay.connected, codec: this.mimeType, ...this.relay.counters, latched: this.relay.latched };
+    if (this.relay) return { legId: this.legId, connected: this.relay.connected, codec: this.mimeType, ...this.relay.counters, latched: this.relay.latched };
+    const [heard, played] = await Promise.all([
+      this.producer?.getStats() ?? [],
+      Promise.all([...this.consumers.values()].map((c) => c.getStats())),
+    ]);
+    const packets = (s: { type: string; packetCount?: number }[], type: string) => s.filter((x) => x.type === type).reduce((n, x) => n + (x.packetCount ?? 0), 0);
+    return {
+      legId: this.legId,
+      connected: this.farEnd !== null,
+      codec: this.mimeType,
+      fromFarEnd: packets(heard, 'inbound-rtp'),
+      toFarEnd: played.reduce((n, s) => n + packets(s, 'outbound-rtp'), 0),
+      dropped: null,
+      refused: null,
+      latched: null,
+    };
   }
 
   close(): void {
-    this.relay.close();
+    this.relay?.close();
     if (!this.transport.closed) this.transport.close();
   }
 }

@@ -106,8 +106,8 @@ export const ConnectCarrierLegRequest = Type.Object({
   /** Where its RTCP goes (default port + 1). */
   rtcpPort: Type.Optional(Port),
   mimeType: Type.Union([Type.Literal('audio/PCMU'), Type.Literal('audio/PCMA')]),
-  /** SIP_TRUNK_ALLOW (addresses or CIDR networks): RTP from any of them is taken, and the leg latches to the first
-   *  sender (symmetric RTP). Without it only `ip` is. */
+  /** SIP_TRUNK_ALLOW (addresses or CIDR networks): with SIP_RTP_LATCHING, RTP from any of them is taken, and the leg
+   *  latches to the first sender (symmetric RTP). Without it (or without latching) only `ip`:`port` is heard. */
   allow: Type.Optional(Type.Array(Type.String({ minLength: 2, maxLength: 64, pattern: '^[0-9A-Fa-f.:]+(/[0-9]{1,3})?$' }), { maxItems: 64 })),
 }, { additionalProperties: false });
 export type CarrierLegConnect = Static<typeof ConnectCarrierLegRequest>;
@@ -154,6 +154,8 @@ export interface CarrierLegCreated {
   /** Where the far end sends RTP: the SDP offer's c= address (MEDIA_ANNOUNCED_IP, else MEDIA_LISTEN_IP) and port. */
   ip: string;
   port: number;
+  /** Where it sends RTCP (a=rtcp), when not on port + 1; absent with SIP_RTP_LATCHING (the relay takes none). */
+  rtcpPort?: number;
 }
 
 export interface CarrierLegStats {
@@ -163,10 +165,11 @@ export interface CarrierLegStats {
   /** RTP packets from the far end into the router, and from the router to the far end. */
   fromFarEnd: number;
   toFarEnd: number;
-  /** Packets dropped at the leg's port (another sender, before the answer, RTCP or other payload types). */
-  dropped: number;
+  /** Packets dropped at the leg's port (another sender, before the answer, RTCP or other payload types); counted by
+   *  the relay of SIP_RTP_LATCHING only (null without it: mediasoup drops them uncounted). */
+  dropped: number | null;
   /** Of them, RTP from an address outside the allowed networks (or another sender than the latched one). */
-  refused: number;
+  refused: number | null;
   /** The far end's address the leg latched to (where its RTP came from), or null before its first packet. */
   latched: { ip: string; port: number } | null;
 }

@@ -32,6 +32,10 @@ export interface MediaSettings {
   sandboxToneMs: number;
   /** Where SIP calls' recordings are written (RECORDINGS_DIR, shared with the gateway that serves them). */
   recordingsDir: string;
+  /** SIP_RTP_LATCHING=1: a SIP leg's RTP goes through a relay in the media process that latches to the first sender
+   *  inside SIP_TRUNK_ALLOW (far ends behind NAT). Default 0: straight into mediasoup, heard only from the SDP's
+   *  address and port, at about twice the calls per core. */
+  sipRtpLatching: boolean;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -40,6 +44,13 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}, got "${raw}"`);
   return n;
+}
+
+function zeroOrOne(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === '1') return true;
+  throw new Error(`${name} must be 0 or 1, got "${raw}"`);
 }
 
 export function loadMediaSettings(env: NodeJS.ProcessEnv): MediaSettings {
@@ -61,6 +72,7 @@ export function loadMediaSettings(env: NodeJS.ProcessEnv): MediaSettings {
     sessionMaxMs: int(env, 'MEDIA_SESSION_MAX_MS', 4 * 3600_000, 1000),
     sandboxToneMs: int(env, 'MEDIA_SANDBOX_TONE_MS', 1000, 0, 60_000),
     recordingsDir: recordingsDirOf(env),
+    sipRtpLatching: zeroOrOne(env, 'SIP_RTP_LATCHING'),
   };
 }
 

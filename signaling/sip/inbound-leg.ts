@@ -14,7 +14,7 @@ import sip from 'sip';
 import type { LegEndReason, LegRole } from '../../shared/carriers/carrier.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { DialogState } from './dialog-record.ts';
-import { answer as sdpAnswer, type Answer } from './sdp.ts';
+import { answer as sdpAnswer, type Answer, type LegMedia } from './sdp.ts';
 import type { Remote } from './transport.ts';
 import { ALLOW_METHODS, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
 
@@ -22,7 +22,7 @@ import { ALLOW_METHODS, newTag, type DialogHandler, type Responder, type SipUser
 export interface InboundHost {
   ua: SipUserAgent;
   log: Logger;
-  openMedia(leg: InboundLeg): Promise<{ ip: string; port: number }>;
+  openMedia(leg: InboundLeg): Promise<LegMedia>;
   connectMedia(leg: InboundLeg, far: Answer): Promise<void>;
   publish(leg: InboundLeg, kind: 'answered' | 'ended', reason?: LegEndReason, seq?: number): void;
   /** The leg's SIP work is done: free its media. */
@@ -87,7 +87,7 @@ export class InboundLeg implements DialogHandler {
     if (this.state !== 'ringing') return;
     this.state = 'answering';
     this.clearRingTimer();
-    let media: { ip: string; port: number };
+    let media: LegMedia;
     try {
       this.mediaAsked = true;
       media = await this.host.openMedia(this);
@@ -102,7 +102,7 @@ export class InboundLeg implements DialogHandler {
       return;
     }
     if (this.state !== 'answering') { this.finish(); return; }
-    this.answerSdp = sdpAnswer({ ip: media.ip, port: media.port, payload: this.offer.mimeType === 'audio/PCMA' ? 8 : 0, sessionId: this.sessionId, version: this.sdpVersion });
+    this.answerSdp = sdpAnswer({ ip: media.ip, port: media.port, rtcpPort: media.rtcpPort, payload: this.offer.mimeType === 'audio/PCMA' ? 8 : 0, sessionId: this.sessionId, version: this.sdpVersion });
     this.state = 'answered';
     this.send200();
     let wait = T1_MS;

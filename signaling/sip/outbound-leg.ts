@@ -17,7 +17,7 @@ import type { LegEndReason, OriginateRequest } from '../../shared/carriers/carri
 import { sipFailureOutcome, sipUser } from '../../shared/carriers/sip.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { DialogState } from './dialog-record.ts';
-import { offer, readAnswer } from './sdp.ts';
+import { offer, readAnswer, type LegMedia } from './sdp.ts';
 import type { Remote } from './transport.ts';
 import { ALLOW_METHODS, newCallId, newTag, type DialogHandler, type Responder, type SipUserAgent } from './user-agent.ts';
 
@@ -26,7 +26,7 @@ export interface LegHost {
   ua: SipUserAgent;
   log: Logger;
   /** The leg's RTP port in the call's media session (SDP offer address). */
-  openMedia(leg: OutboundLeg): Promise<{ ip: string; port: number }>;
+  openMedia(leg: OutboundLeg): Promise<LegMedia>;
   connectMedia(leg: OutboundLeg, far: { ip: string; port: number; rtcpPort: number; mimeType: 'audio/PCMU' | 'audio/PCMA' }): Promise<void>;
   /** Publishes one of the leg's events (seq given for answered and ended). */
   publish(leg: OutboundLeg, kind: 'ringing' | 'answered' | 'ended', reason?: LegEndReason, seq?: number): void;
@@ -86,7 +86,7 @@ export class OutboundLeg implements DialogHandler {
   }
 
   async start(): Promise<void> {
-    let media: { ip: string; port: number };
+    let media: LegMedia;
     this.mediaAsked = true;
     try {
       media = await this.host.openMedia(this);
@@ -97,7 +97,7 @@ export class OutboundLeg implements DialogHandler {
       return;
     }
     if (this.state !== 'starting') { this.finish(); return; } // hung up meanwhile
-    this.offerSdp = offer({ ip: media.ip, port: media.port, sessionId: this.sessionId, version: this.sdpVersion });
+    this.offerSdp = offer({ ip: media.ip, port: media.port, rtcpPort: media.rtcpPort, sessionId: this.sessionId, version: this.sdpVersion });
     const ua = this.host.ua;
     const s = ua.settings;
     const trunkHost = s.trunk.host;

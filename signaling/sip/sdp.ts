@@ -1,5 +1,5 @@
 // SDP of a SIP leg (sdp-transform): our offer, and what we take from the far end's answer. The offer names only the
-// leg's RTP port (media's relay) and the codecs; nothing about the call or its other leg (o= user "-", s= "-").
+// leg's RTP (and RTCP) port in media and the codecs; nothing about the call or its other leg (o= user "-", s= "-").
 import { isIP } from 'node:net';
 import { parse, write, type SessionDescription } from 'sdp-transform';
 import type { G711 } from '../../shared/media/protocol.ts';
@@ -7,7 +7,9 @@ import type { G711 } from '../../shared/media/protocol.ts';
 export const DTMF_PAYLOAD_TYPE = 101;
 const G711_BY_PAYLOAD: Record<number, G711> = { 0: 'audio/PCMU', 8: 'audio/PCMA' };
 
-interface SdpAt { ip: string; port: number; sessionId: number; version: number }
+/** Where a leg's media listens: its RTP port and, when RTCP is not on the next port, its RTCP port (a=rtcp). */
+export interface LegMedia { ip: string; port: number; rtcpPort?: number }
+interface SdpAt extends LegMedia { sessionId: number; version: number }
 type Rtp = SessionDescription['media'][number]['rtp'];
 
 /** One audio stream at `ip`:`port` with these payload types; o= user "-" and s= "-" name nothing of the call. */
@@ -22,6 +24,7 @@ function audioSdp(o: SdpAt, rtp: Rtp, fmtp: SessionDescription['media'][number][
     media: [{
       type: 'audio', port: o.port, protocol: 'RTP/AVP', payloads: rtp.map((r) => r.payload).join(' '),
       rtp, fmtp, ptime: 20, direction: 'sendrecv',
+      ...(o.rtcpPort !== undefined && o.rtcpPort !== o.port + 1 ? { rtcp: { port: o.rtcpPort } } : {}),
     }],
   };
   return write(sdp);

@@ -60,9 +60,9 @@ export class SipService {
         // The session outlives the longest call (ringing twice on a bridge, then talking) and then closes itself.
         await media.client.createSession(r.callId, { carrier: 'sip', maxDurationMs: (r.maxDurationSeconds + 2 * r.ringTimeoutSeconds + 60) * 1000, record: ('record' in r && r.record) || undefined });
         const created = await media.client.createCarrierLeg(r.callId, r.legId);
-        return { ip: created.ip, port: created.port };
+        return { ip: created.ip, port: created.port, rtcpPort: created.rtcpPort };
       },
-      // RTP from anywhere inside SIP_TRUNK_ALLOW latches the leg (media/rtp-relay.ts).
+      // With SIP_RTP_LATCHING, RTP from anywhere inside SIP_TRUNK_ALLOW latches the leg (media/rtp-relay.ts).
       connectMedia: async (leg: OutboundLeg | InboundLeg, far: Answer) => { await media.client.connectCarrierLeg(leg.callId, leg.legId, { ...far, allow: this.allowCidrs }); },
       publish: (leg: OutboundLeg | InboundLeg, kind: CarrierEvent['kind'], reason?: LegEndReason, seq?: number) => this.publish(leg, kind, reason, seq),
       release: (leg: OutboundLeg | InboundLeg) => void this.releaseMedia(leg),

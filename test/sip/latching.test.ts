@@ -1,57 +1,25 @@
-// Symmetric-RTP latching of a SIP leg's RTP port (media/rtp-relay.ts), against the real media process: two carrier
-// legs of one `sip` session, bridged, each with a UDP socket as its far end. Leg A's SDP names 127.0.0.6 but its
+// Symmetric-RTP latching of a SIP leg's RTP port (SIP_RTP_LATCHING=1: media/rtp-relay.ts), against the real media
+// process: two carrier legs of one `sip` session, bridged, each with a UDP socket as its far end. Leg A's SDP names 127.0.0.6 but its
 // far end sends from 127.0.0.5 (inside the allow list): its first packet latches the leg, and the bridge's audio
 // then flows both ways. A sender on 127.0.0.9 (outside the list) is dropped and counted, before and after the latch,
 // and never gets a packet back.
 import t from 'tap';
-import { createSocket, type Socket } from 'node:dgram';
 import { randomUUID } from 'node:crypto';
-import { PCMU_PAYLOAD_TYPE, parseRtp, rtpPacket } from '../../shared/media/rtp.ts';
 import type { CarrierLegStats } from '../../shared/media/protocol.ts';
-import { markedPayload, readMark, startMedia, until } from '../media/helpers.ts';
+import { startMedia, until } from '../media/helpers.ts';
+import { FarEnd } from './rtp-far-end.ts';
 
-class FarEnd {
-  /** The tag of each marked packet heard (A, B or X: who sent it). */
-  readonly heard: string[] = [];
-  private seq = 1;
-  private constructor(private readonly socket: Socket, readonly tag: string) {
-    socket.on('message', (packet) => {
-      const h = parseRtp(packet);
-      if (!h) return;
-      for (const tagOf of ['A', 'B', 'X']) {
-        const n = readMark(packet.subarray(h.payloadOffset, h.payloadOffset + h.payloadLength), `far-${tagOf}`);
-        if (n !== null) this.heard.push(tagOf);
-      }
-    });
-  }
-
-  static async open(ip: string, tag: string): Promise<FarEnd> {
-    const socket = createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, ip, r));
-    const f = new FarEnd(socket, tag);
-    t.teardown(() => f.socket.close());
-    return f;
-  }
-
-  get port(): number { return this.socket.address().port; }
-
-  send(to: { ip: string; port: number }, count: number): void {
-    for (let i = 0; i < count; i++) {
-      const n = this.seq++;
-      this.socket.send(rtpPacket({ payloadType: PCMU_PAYLOAD_TYPE, sequenceNumber: n, timestamp: n * 160, ssrc: 4242 }, markedPayload(`far-${this.tag}`, n)), to.port, to.ip);
-    }
-  }
-}
+const LATCHING = { SIP_RTP_LATCHING: '1' };
 
 t.test('a far end sending from another allowed address is latched to; one outside the allow list is refused', async (t) => {
-  const media = await startMedia(t);
+  const media = await startMedia(t, LATCHING);
   const callId = randomUUID();
   await media.client.createSession(callId, { carrier: 'sip' });
   const a = await media.client.createCarrierLeg(callId, `${callId}-connect`);
   const b = await media.client.createCarrierLeg(callId, `${callId}-destination`);
-  const farA = await FarEnd.open('127.0.0.5', 'A');
-  const farB = await FarEnd.open('127.0.0.1', 'B');
-  const outsider = await FarEnd.open('127.0.0.9', 'X');
+  const farA = await FarEnd.open(t, '127.0.0.5', 'A');
+  const farB = await FarEnd.open(t, '127.0.0.1', 'B');
+  const outsider = await FarEnd.open(t, '127.0.0.9', 'X');
   const allow = ['127.0.0.1/32', '127.0.0.5/32', '127.0.0.6/32'];
   // A's SDP names 127.0.0.6 (nobody listens there); B's names its real socket.
   await media.client.connectCarrierLeg(callId, a.legId, { ip: '127.0.0.6', port: 40_000, mimeType: 'audio/PCMU', allow });
@@ -61,7 +29,7 @@ t.test('a far end sending from another allowed address is latched to; one outsid
 
   // Outside the allow list, before anything latched: refused, not forwarded, not latched to.
   outsider.send({ ip: a.ip, port: a.port }, 20);
-  await until('the outsider\'s packets refused', async () => (await legStats(a.legId)).refused >= 20);
+  await until('the outsider\'s packets refused', async () => (await legStats(a.legId)).refused! >= 20);
   let sa = await legStats(a.legId);
   t.equal(sa.fromFarEnd, 0, 'nothing from the outsider reached the router');
   t.equal(sa.latched, null, 'the leg did not latch to the outsider');
@@ -79,7 +47,7 @@ t.test('a far end sending from another allowed address is latched to; one outsid
   // Outside the list after the latch: still refused, and it never got a packet.
   const refusedBefore = sa.refused;
   outsider.send({ ip: a.ip, port: a.port }, 20);
-  await until('the outsider refused again', async () => (await legStats(a.legId)).refused >= refusedBefore + 20);
+  await until('the outsider refused again', async () => (await legStats(a.legId)).refused! >= refusedBefore! + 20);
   clearInterval(tick);
   t.equal(outsider.heard.length, 0, 'the outsider never received RTP');
   t.ok(farB.heard.every((tag) => tag === 'A') && farA.heard.every((tag) => tag === 'B'), 'B heard only A, A only B');
@@ -87,14 +55,14 @@ t.test('a far end sending from another allowed address is latched to; one outsid
 });
 
 t.test('without an allow list only the SDP\'s address is heard (and latched to)', async (t) => {
-  const media = await startMedia(t);
+  const media = await startMedia(t, LATCHING);
   const callId = randomUUID();
   await media.client.createSession(callId, { carrier: 'sip' });
   const a = await media.client.createCarrierLeg(callId, `${callId}-destination`);
-  const other = await FarEnd.open('127.0.0.5', 'X');
+  const other = await FarEnd.open(t, '127.0.0.5', 'X');
   await media.client.connectCarrierLeg(callId, a.legId, { ip: '127.0.0.1', port: 40_000, mimeType: 'audio/PCMU' });
   other.send({ ip: a.ip, port: a.port }, 10);
-  await until('refused', async () => (await media.client.stats(callId)).carrierLegs[0].refused >= 10);
+  await until('refused', async () => (await media.client.stats(callId)).carrierLegs[0].refused! >= 10);
   t.equal((await media.client.stats(callId)).carrierLegs[0].latched, null, 'not latched');
   const bad = await media.client.connectCarrierLeg(callId, `${callId}-destination`, { ip: '127.0.0.1', port: 40_000, mimeType: 'audio/PCMU', allow: ['300.1.1.1/8'] })
     .then(() => null, (err: { code?: string }) => err.code);
