@@ -39,7 +39,9 @@ const FEED_TOKEN_EXAMPLE = 'olcal_0193a1b2c3d47e5f8a9b0c1d2e3f4a5b3kQ9vX2mZr7TbN
 async function availabilityBody(db: Db, row: AvailabilityRow) {
   const feed = await feedState(db, row.organization_id);
   return {
-    time_zone: row.time_zone, weekly_hours: row.weekly_hours, slot_minutes: row.slot_minutes, buffer_minutes: row.buffer_minutes,
+    // jsonb keeps keys in its own order: the days are answered mon ... sun.
+    time_zone: row.time_zone, weekly_hours: Object.fromEntries(WEEKDAYS.filter((d) => row.weekly_hours[d]).map((d) => [d, row.weekly_hours[d]])),
+    slot_minutes: row.slot_minutes, buffer_minutes: row.buffer_minutes,
     max_days_ahead: row.max_days_ahead, calendar_feed: { enabled: feed !== null, rotated_at: feed?.rotated_at.toISOString() ?? null },
     updated_at: row.updated_at.toISOString(),
   };
@@ -122,6 +124,7 @@ export const appointmentRoutes: Plugin = (routes) => {
       to: Type.Optional(Type.String({ format: 'date-time', description: `End of the range (default from + ${DEFAULT_RANGE_DAYS} days; at most ${MAX_RANGE_DAYS} days after from).` })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: AvailabilityResponse }) },
+    errors: ['not_found'],
     handler: async ({ deps, principal, query }) => {
       const { rules, fromMs, toMs, slots } = await availabilityWithSlots(deps.db, principal.organizationId, query, deps.clock.now());
       return { status: 200, body: { data: { ...await availabilityBody(deps.db, rules), from: new Date(fromMs).toISOString(),
