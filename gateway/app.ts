@@ -33,6 +33,7 @@ import { OPTIMIZE_PUBLIC_DOCS, optimizeRoutes, registerOptimizePublic } from './
 import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { documentRoutes } from './routes/documents.ts';
+import { appointmentRoutes } from './routes/appointments.ts';
 import { documentStorage } from '../shared/documents/storage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
@@ -58,6 +59,7 @@ export const AREAS: Plugin[] = [
   contactRoutes,
   usageRoutes,
   documentRoutes,
+  appointmentRoutes,
   numberHealthRoutes,
   numberRegistrationRoutes,
   optimizeRoutes,

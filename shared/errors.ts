@@ -85,6 +85,8 @@ export const ERROR_CODES = {
   // Members (shared/users/members.ts): the email already belongs to an active user; the last owner would go.
   member_exists: {},
   last_owner: {},
+  // Appointments (shared/appointments): the time overlaps a booked appointment or its buffer.
+  slot_unavailable: {},
 } satisfies Record<string, CodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -175,9 +177,11 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   member_exists: 'The email already belongs to an active user (a person has one account across the platform); remove '
     + 'that user first, or invite another address.',
   last_owner: 'The organization must keep at least one owner: make another member an owner before removing or demoting this one.',
+  slot_unavailable: 'The appointment time overlaps a booked appointment or the buffer after one (fields.start_at); pick another '
+    + 'free slot from GET /v1/appointments/availability.',
   state_conflict: 'The resource\'s current status does not allow this change. fields.entity names the resource '
     + '(optimize_test, contact_consent, contact_opt_out, enterprise_registration, brand, texting_registration, '
-    + 'number_health_session) and fields.status its current status; the message says what is allowed.',
+    + 'number_health_session, appointment) and fields.status its current status; the message says what is allowed.',
 };
 
 export interface DomainErrorOptions {
@@ -214,7 +218,7 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 
 /** The resources whose illegal state changes answer state_conflict (fields.entity). */
 export type StateEntity = 'optimize_test' | 'contact_consent' | 'contact_opt_out' | 'enterprise_registration' | 'brand'
-  | 'texting_registration' | 'number_health_session';
+  | 'texting_registration' | 'number_health_session' | 'appointment';
 
 /** An illegal state change: the one code for every resource, with the resource and its current status in fields. */
 export const stateConflict = (entity: StateEntity, status: string, message: string,

@@ -53,6 +53,10 @@ const TAGS: Record<string, string> = {
     + 'then approved and rolled out per network (ATT, TMOBILE, VERIZON).',
   'Number Health': 'Fleet evidence per number (evidence_state, warnings, readiness), Number Sets with sticky-health '
     + 'caller-ID selection, and resumable human spam-test sessions with audited observations.',
+  Appointments: 'Bookings made by the voice agent during calls, by workflows or through the API: the organization\'s '
+    + 'availability (weekly hours in an IANA time zone, slot length, buffer) and its free slots, booking without double '
+    + 'booking, cancellation, new_appointment on every booking, and a secret iCalendar feed. Reads need bookings:read, '
+    + 'writes agents:write. See docs/reference/appointments.md.',
   'Number Registration': 'Registration of the organization\'s numbers with the call-analytics providers that label calls '
     + '(the Free Caller Registry path carriers\' analytics engines read): per-number status (not_registered, pending, '
     + 'registered, rejected with a reason), bulk submission, and number_registration.status_changed on every change.',

@@ -12,6 +12,7 @@ import { spendDay } from './limits.ts';
 import { step, type Input, type Step } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { buildTranscript } from './transcript.ts';
+import { bookDuringCall } from '../appointments/agent-booking.ts';
 import { callEventPayload, endEvents } from './views.ts';
 
 
@@ -101,7 +102,9 @@ export async function applyInput(db: Db, callId: string, input: Input, organizat
         return row && s ? { step: s, call: row, from: row.status } : null;
       }
       const next: CallRow = { ...row, ...s.call, updated_at: new Date() };
-      if (s.ended) next.transcript = buildTranscript(next);
+      // The sandbox agent's booking script books inside this transaction (its event included), so the booking,
+      // the transcript that tells it and the call's end commit together.
+      if (s.ended) next.transcript = buildTranscript(next, await bookDuringCall(t, next, Date.now()));
       const batch = [updateSql(next)];
       if (s.ended) {
         batch.push(eventsInsertSql(endEvents(next).map((e) => ({ organizationId: next.organization_id, ...e }))));

@@ -23,6 +23,7 @@ export const SANDBOX_NUMBERS: { last4: string; outcome: string }[] = [
   { last4: '0006', outcome: '`carrier_rejected`' },
   { last4: '0007', outcome: 'answered, then the recipient reports screening (completed, `call_outcome` screened, `picked_up` false, `disconnection_reason` call_screened, unknown timings null)' },
   { last4: '0008', outcome: 'answered and never hangs up (ends only by hangup or the call-length limit)' },
+  { last4: '0009', outcome: 'as other; on an AI call the callee asks for an appointment and the agent books the organization\'s next free slot (its transcript says so, `new_appointment` fires; docs/reference/appointments.md)' },
   { last4: 'other', outcome: 'rings 2 s, answered, talks 10 s, remote hangs up: completed' },
 ];
 

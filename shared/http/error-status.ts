@@ -72,6 +72,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   call_not_terminal: 400,
   member_exists: 409,
   last_owner: 409,
+  slot_unavailable: 409,
 };
 
 export const statusOf = (code: ErrorCode): number => ERROR_STATUS[code];

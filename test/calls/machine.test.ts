@@ -184,7 +184,8 @@ t.test('destination rules', async (t) => {
 });
 
 t.test('sandbox script table', async (t) => {
-  t.same(SANDBOX_NUMBERS.map((r) => r.last4), ['0001', '0002', '0003', '0004', '0005', '0006', '0007', '0008', 'other']);
+  t.same(SANDBOX_NUMBERS.map((r) => r.last4), ['0001', '0002', '0003', '0004', '0005', '0006', '0007', '0008', '0009', 'other']);
+  t.equal(sandboxBehaviour('+14155550009'), 'normal', 'the booking number rings, answers and talks as other');
   t.equal(sandboxBehaviour('+14155550007'), 'screened');
   t.equal(sandboxBehaviour('+14155551234'), 'normal');
   t.same(sandboxScript('+14155550123', 'destination', 30), [
