@@ -37,26 +37,27 @@ export const isTerminal = (s: string) => statusRank(s) === 3;
 
 interface Listener { onEvent(e: CallEvent): void; onResync(): void; onState(s: LiveState): void }
 
-/** The tab's one stream, shared by the pages that show calls: opened for the first of them, closed a while after
- *  the last is gone (so going from the call log to a call and back keeps it). */
+/** The tab's one stream, shared by the pages that show calls: opened by the first of them and kept while signed in
+ *  (going from page to page keeps it; a message no page listens to is dropped), ended on sign-out. */
 class CallStream {
   private readonly listeners = new Set<Listener>();
   private source: EventSource | null = null;
   private retry: ReturnType<typeof setTimeout> | null = null;
-  private closing: ReturnType<typeof setTimeout> | null = null;
   private attempt = 0;
   private opened = false;
+  private stopped = false;
   state: LiveState = 'connecting';
 
   subscribe(l: Listener): () => void {
     this.listeners.add(l);
-    if (this.closing) { clearTimeout(this.closing); this.closing = null; }
+    if (this.stopped) {
+      this.stopped = false;
+      this.source?.close();
+      this.source = null;
+    }
     if (!this.source && !this.retry) this.connect();
     l.onState(this.state);
-    return () => {
-      this.listeners.delete(l);
-      if (this.listeners.size === 0 && !this.closing) this.closing = setTimeout(() => this.close(), 10_000);
-    };
+    return () => { this.listeners.delete(l); };
   }
 
   /** Reconnects at once (the "Reconnect now" button). */
@@ -91,6 +92,7 @@ class CallStream {
     });
     source.addEventListener('error', () => {
       if (this.source !== source) return;
+      if (this.stopped) { source.close(); this.source = null; return; }
       this.setState('paused');
       // CONNECTING: the browser reconnects by itself (the stream's retry: field); CLOSED: it gave up (the server
       // refused: too many streams, signed out), so we retry later while a page still wants the stream.
@@ -101,17 +103,22 @@ class CallStream {
     });
   }
 
-  private close(): void {
-    this.closing = null;
-    if (this.listeners.size) return;
-    this.source?.close();
-    this.source = null;
+  /** Sign-out: the stream goes (the server ends it too) and is opened again by the next page that shows calls. */
+  stop(): void {
+    this.stopped = true;
+    // An open stream is left to the server, which ends it with the session (closing it here would abort a request
+    // in flight); it is closed on its end instead of reconnecting.
+    if (this.source && this.source.readyState !== EventSource.OPEN) { this.source.close(); this.source = null; }
     if (this.retry) { clearTimeout(this.retry); this.retry = null; }
     this.opened = false;
+    this.state = 'connecting';
   }
 }
 
 const stream = new CallStream();
+
+/** Ends the tab's stream (on sign-out). */
+export const stopCallStream = () => stream.stop();
 
 /** Follows the call stream while the page is shown: `onEvent` for each call change, `onResync` after a reconnection
  *  (re-list: changes made while disconnected were not sent). */
