@@ -152,7 +152,7 @@ function CreateSubscriptions({ onCreated }: { onCreated: (made: CreatedSubscript
         </div>
         <fieldset>
           <legend>Events</legend>
-          <div class="checks">
+          <div class="checks wide">
             {SUBSCRIBABLE_EVENT_TYPES.map((t) => (
               <label key={t} class="check">
                 <input type="checkbox" checked={chosen.has(t)} onChange={(e) => toggle(t, e.currentTarget.checked)} /> {t}
