@@ -195,6 +195,11 @@ export interface Config {
   recordingsDir: string;
   /** Recording downloads one gateway streams at once; more get 503 with Retry-After (RECORDING_STREAMS_MAX, 32). */
   recordingStreamsMax: number;
+  /** Call event streams (GET /v1/calls/stream) one organization may hold open on one gateway; more get 429
+   *  (CALL_STREAMS_PER_ORGANIZATION, 10). */
+  callStreamsPerOrganization: number;
+  /** How often an open call stream sends a heartbeat comment (CALL_STREAM_HEARTBEAT_SECONDS, 15). */
+  callStreamHeartbeatMs: number;
   /** Where uploaded documents are kept, one file per document named by its id (DOCUMENTS_DIR, default
    *  <os temp>/openline-documents, beside RECORDINGS_DIR's default). */
   documentsDir: string;
@@ -463,6 +468,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sip: carrier === 'sip' ? sipSettings(env) : null,
     recordingsDir: recordingsDirOf(env),
     recordingStreamsMax: positiveInt('RECORDING_STREAMS_MAX', 32, env),
+    callStreamsPerOrganization: positiveInt('CALL_STREAMS_PER_ORGANIZATION', 10, env),
+    callStreamHeartbeatMs: positiveInt('CALL_STREAM_HEARTBEAT_SECONDS', 15, env) * 1000,
     documentsDir: env.DOCUMENTS_DIR || join(tmpdir(), 'openline-documents'),
     documentsMaxBytes: positiveInt('DOCUMENTS_MAX_BYTES', 10 * 1000 * 1000, env),
     clientTokenSecret: secretSetting('CLIENT_TOKEN_SECRET', env),

@@ -354,6 +354,8 @@ export class Softphone {
   private onProgress(msg: string) {
     let p: CallProgress;
     try { p = JSON.parse(msg); } catch { return; }
+    // Every call's progress is published (call streams read it too); signaling carries only browser calls.
+    if (p.browser === false) return;
     const s = this.byCall.get(p.call_id);
     if (s) this.push(s, p);
     else this.keepUnclaimed(p);

@@ -5,8 +5,11 @@ import { ApiKeysPage } from './pages/api-keys.tsx';
 import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
 import { MembersPage } from './pages/members.tsx';
+import { NumbersPage } from './pages/numbers.tsx';
+import { WebhooksPage } from './pages/webhooks.tsx';
 import { AcceptInvitationPage, ForgotPasswordPage, ResetPasswordPage } from './pages/links.tsx';
 import { PhonePage } from './pages/phone.tsx';
+import { stopCallStream } from './live.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { BASE, Link, navigate, PageTitle, useLocation } from './router.tsx';
 
@@ -64,7 +67,7 @@ export function App() {
   if (state.kind === 'signed-out') {
     return <SignInPage onSignedIn={signedIn} />;
   }
-  return <Frame session={state.session} path={path} onSignedOut={() => { setCsrfToken(null); setState({ kind: 'signed-out' }); }} />;
+  return <Frame session={state.session} path={path} onSignedOut={() => { setCsrfToken(null); stopCallStream(); setState({ kind: 'signed-out' }); }} />;
 }
 
 function Frame({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut: () => void }) {
@@ -73,6 +76,8 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   const nav = [
     { href: `${BASE}/calls`, label: 'Calls', show: can('calls:read') },
     { href: `${BASE}/phone`, label: 'Phone', show: can('voice:webrtc') },
+    { href: `${BASE}/numbers`, label: 'Numbers', show: can('phone_numbers:read') },
+    { href: `${BASE}/webhooks`, label: 'Webhooks', show: can('webhooks:read') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -89,6 +94,8 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   if (path === `${BASE}/calls`) page = <CallsPage session={session} />;
   else if (callMatch) page = <CallPage session={session} id={decodeURIComponent(callMatch[1])} />;
   else if (path === `${BASE}/phone`) page = <PhonePage session={session} />;
+  else if (path === `${BASE}/numbers`) page = <NumbersPage session={session} />;
+  else if (path === `${BASE}/webhooks`) page = <WebhooksPage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;

@@ -56,6 +56,12 @@ export class Authenticator {
     return this.tokenKeys.clientTokenSigner();
   }
 
+  private readonly revokedHooks: ((subject: string) => void)[] = [];
+
+  /** Runs `fn` for every revocation this gateway applies: a key id, a session id, or `user:<id>` (every session of
+   *  a user); e.g. to end the revoked credential's open call streams. */
+  onRevoked(fn: (subject: string) => void): void { this.revokedHooks.push(fn); }
+
   async listen(redis: Redis, log: Logger): Promise<void> {
     this.subscriber = redis.duplicate({ enableAutoPipelining: false });
     reportRedisErrors(this.subscriber, log, 'key-revocations');
@@ -68,6 +74,7 @@ export class Authenticator {
   /** Drops a session (by id) or every session of a user (`user:<id>`) from this gateway's cache. */
   forgetSession(subject: string): void {
     this.sessionRevocations++;
+    for (const fn of this.revokedHooks) fn(subject);
     if (subject.startsWith('user:')) {
       const userId = subject.slice(5);
       for (const [secret, e] of this.sessions) {
@@ -123,6 +130,7 @@ export class Authenticator {
 
   forget(keyId: string): void {
     this.revocations++;
+    for (const fn of this.revokedHooks) fn(keyId);
     const token = this.byKeyId.get(keyId);
     if (token !== undefined) this.cache.delete(token);
     this.byKeyId.delete(keyId);

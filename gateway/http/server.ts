@@ -13,6 +13,7 @@ import { listenExclusive } from '../../shared/uws-listen.ts';
 import { AccessLog } from './access-log.ts';
 import { Admission } from './admission.ts';
 import { AuthError, Authenticator } from './auth.ts';
+import { CallStreams, type StreamPlan } from './event-stream.ts';
 import { pumpFile, StreamSlots, type FilePlan } from './file-response.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { publicBaseUrl } from './public-url.ts';
@@ -81,6 +82,8 @@ interface Outcome {
   orgId: string | undefined;
   /** Set when the body is a file to stream instead of `body`. */
   file?: FilePlan;
+  /** Set when the answer is an event stream kept open instead of `body`. */
+  stream?: StreamPlan;
 }
 
 export class HttpGateway {
@@ -99,6 +102,8 @@ export class HttpGateway {
   private readonly responseCheck: ResponseCheck | null;
   /** Recording downloads in flight on this gateway (RECORDING_STREAMS_MAX). */
   readonly fileStreams: StreamSlots;
+  /** Call event streams open on this gateway (GET /v1/calls/stream). */
+  readonly callStreams: CallStreams;
   private listenSocket: uWS.us_listen_socket | null = null;
   private listenPort = 0;
   private app: uWS.TemplatedApp | null = null;
@@ -108,6 +113,9 @@ export class HttpGateway {
     this.admission = new Admission(deps.redis, deps.key);
     this.accessLog = new AccessLog(deps.log);
     this.fileStreams = new StreamSlots(deps.config.recordingStreamsMax);
+    this.callStreams = new CallStreams(deps, deps.config.callStreamsPerOrganization, deps.config.callStreamHeartbeatMs);
+    // A revoked key, a signed-out session or a removed member's sessions end their call streams too.
+    this.auth.onRevoked((subject) => this.callStreams.revoked(subject));
     const idempotency = new IdempotencyStore(deps.redis, deps.key, deps.db, deps.config.idempotencyLeaseMs);
     // The stage plan, in request order; each route keeps only the stages it needs (see each stage's file).
     const plan: StagePlan<AnyRoute, ApiRequest>[] = [
@@ -165,6 +173,7 @@ export class HttpGateway {
   async close(): Promise<void> {
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+    await this.callStreams.stop();
     this.accessLog.flush();
     await this.auth.close();
   }
@@ -198,12 +207,14 @@ export class HttpGateway {
 
   private respond(ex: Exchange, out: Outcome): void {
     if (out.file && ex.aborted) out.file.release();
+    if (out.stream && ex.aborted) out.stream.cancel();
     if (!ex.aborted) {
       const res = ex.res;
       res.cork(() => {
         res.writeStatus(STATUS_LINE[out.status] ?? `${out.status} `);
         writeHeaders(res, out.headers, this.deps.log);
-        if (!out.file) res.end(out.body);
+        if (out.stream) out.stream.start(ex);
+        else if (!out.file) res.end(out.body);
       });
       if (out.file) void pumpFile(ex, out.file, this.deps.log);
     }
@@ -282,6 +293,7 @@ export class HttpGateway {
     let status: number;
     let body: string | Buffer;
     let file = x.file;
+    let stream = x.stream;
     if (err === null) {
       const reply = x.reply!;
       Object.assign(headers, reply.headers);
@@ -294,15 +306,17 @@ export class HttpGateway {
     } else {
       file?.release();
       file = undefined;
+      stream?.cancel();
+      stream = undefined;
       const r = serialize(errorReply(err, this.deps.log, x.requestId));
       if (err instanceof AuthError) headers['WWW-Authenticate'] = err.wwwAuthenticate(this.baseUrl);
       Object.assign(headers, r.headers);
       status = r.status;
       body = r.body;
     }
-    const wrong = this.responseCheck && !file ? this.responseCheck.check(x.route ?? null, { status, headers, body }, x.requestId) : null;
+    const wrong = this.responseCheck && !file && !stream ? this.responseCheck.check(x.route ?? null, { status, headers, body }, x.requestId) : null;
     if (wrong) ({ status, body } = wrong);
     if (status === 204) delete headers['content-type'];
-    return { status, headers, body, requestId: x.requestId, routeLabel: x.route?.path ?? 'unmatched', orgId: x.principal?.organizationId, file };
+    return { status, headers, body, requestId: x.requestId, routeLabel: x.route?.path ?? 'unmatched', orgId: x.principal?.organizationId, file, stream };
   }
 }

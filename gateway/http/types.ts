@@ -67,6 +67,8 @@ export interface Deprecation {
   link: string;
 }
 
+import type { CallStreamSpec } from './event-stream.ts';
+
 /** What a handler returns to send a file: Reply.file. */
 export interface FileBody { path: string; size: number }
 
@@ -78,6 +80,8 @@ export interface Reply<B = unknown> {
   raw?: Buffer;
   /** A file sent from disk (GET only): the pipeline answers Range requests and streams it (file-response.ts). */
   file?: FileBody;
+  /** An event stream of the organization's call changes (text/event-stream), kept open (event-stream.ts). */
+  stream?: CallStreamSpec;
   /** The JSON body, already serialized (for bodies a route keeps ready to send). */
   json?: string | Buffer;
   headers?: Record<string, string>;

@@ -199,6 +199,32 @@ export const callRoutes: Plugin = (routes) => {
   });
 
   routes.add({
+    method: 'GET', path: '/v1/calls/stream', scope: 'calls:read', tag: 'Calls',
+    summary: 'Follow the organization\'s calls live (Server-Sent Events)',
+    description: 'A text/event-stream that stays open and carries one `event: call` message each time a call of the '
+      + 'organization is placed or changes state (QUEUED, RINGING, ANSWERED, then its end), in the order of the changes '
+      + 'of each call. `data` is JSON: call_id, status, type, direction, from_number, to_number, connect_number, '
+      + 'call_outcome, failure_code, failure_category, disconnection_reason, duration_seconds, issued_by_user_id, '
+      + 'created_at, answered_at, ended_at, updated_at (read GET /v1/calls/{id} for the rest). A credential of a user '
+      + 'with the agent role sees only the calls that user placed. A comment line (`: heartbeat`) is sent every 15 s '
+      + '(CALL_STREAM_HEARTBEAT_SECONDS). Works with an API key (Authorization header) or a console session cookie '
+      + '(EventSource). Messages carry no id and there is no Last-Event-ID resume: after a reconnect, list the calls '
+      + 'again (GET /v1/calls) and follow the stream from there. At most CALL_STREAMS_PER_ORGANIZATION (10) streams per '
+      + 'organization on one gateway: more are refused with rate_limited. The stream ends when the key is revoked or '
+      + 'the session signed out. Read-only.',
+    examples: { response: 'retry: 3000\n: stream open\n\nevent: call\ndata: {"call_id":"0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98","status":"RINGING","type":"bridge","direction":"outbound","from_number":"+14155550123","to_number":"+14155554567","connect_number":"+14155550199","call_outcome":null,"failure_code":null,"failure_category":null,"disconnection_reason":null,"duration_seconds":null,"issued_by_user_id":null,"created_at":"2025-01-15T10:30:00.000Z","answered_at":null,"ended_at":null,"updated_at":"2025-01-15T10:30:00.412Z"}\n\n: heartbeat\n\n' },
+    response: { status: 200, contentType: 'text/event-stream', description: 'An open stream of `event: call` messages and `: heartbeat` comments.' },
+    errors: ['rate_limited'],
+    handler: async ({ principal }) => ({
+      status: 200,
+      stream: {
+        organizationId: principal.organizationId, onlyUserId: ownCallsOf(principal), credentialId: principal.keyId,
+        userId: principal.userId, endsAtMs: 'expiresAtMs' in principal ? (principal as { expiresAtMs: number }).expiresAtMs : null,
+      },
+    }),
+  });
+
+  routes.add({
     method: 'GET', path: '/v1/calls/{id}', scope: 'calls:read', tag: 'Calls', summary: 'Read a call',
     description: 'Answers one call with its status, outcome, timings, cost and legs. Poll it (or subscribe to call '
       + 'webhooks) to follow a call: QUEUED, RINGING, ANSWERED, then COMPLETED, BUSY, NO_ANSWER, VOICEMAIL, FAILED or '

@@ -88,6 +88,7 @@ export async function routeInbound(rt: CallRuntime, o: { to: string; from: strin
       time_scale: rt.profile.timeScale, max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds('inbound', spend.reservedCents, price)),
       spend_reserved_cents: spend.reservedCents, ring_timeout_seconds: o.ringSeconds, price_cents_per_minute: price, created_at: now,
     });
+    await rt.announce(call);
     return { kind: 'ringing', call };
   } catch (err) {
     await rt.channels.release(t.organization_id, id).catch(() => undefined);

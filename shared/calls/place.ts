@@ -200,6 +200,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     await releaseSpend();
     throw err;
   }
+  // Published before the dial job exists, so a call stream sees QUEUED before RINGING.
+  await rt.announce(call);
   // Path A (webrtc) dials only once the browser redeems its ticket on the signaling WebSocket.
   if (req.type === 'webrtc') return { call, callerId };
   try {

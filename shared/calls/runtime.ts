@@ -12,7 +12,7 @@ import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, CallInserts, type Applied } from './store.ts';
-import { afterBrowserTransition } from '../tickets/progress.ts';
+import { afterTransition, publishProgress } from '../tickets/progress.ts';
 import { reportCallTransitions } from '../metrics/call-transitions.ts';
 
 /** Runs after a call's transition committed and its effects ran (or failed); must not throw. */
@@ -39,10 +39,15 @@ export class CallRuntime {
     this.profile = carrierProfile(deps.config);
     this.inserts = new CallInserts(deps.db);
     this.carrier = withCarrier === true ? createCarrier(deps.config, deps.queues, deps.redis) : withCarrier || null;
-    // Browser calls: progress to the softphone socket (after the channel release), ticket revocation at the end.
-    this.onCommitted((applied, input) => afterBrowserTransition(deps, applied, input));
+    // Every call's progress on Redis (softphone sockets, call streams), after the channel release; browser calls'
+    // ticket revocation at the end.
+    this.onCommitted((applied, input) => afterTransition(deps, applied, input));
     this.onCommitted(reportCallTransitions(deps.log));
   }
+
+  /** Publishes a new call's state once its insert committed (its transitions are published by afterTransition).
+   *  Never throws. */
+  announce(call: CallRow): Promise<void> { return publishProgress(this.deps, call); }
 
   /** Registers a hook run after every applied transition, in registration order. */
   onCommitted(hook: CommittedHook): void { this.committedHooks.push(hook); }

@@ -28,6 +28,11 @@ export type CallsQuery = NonNullable<paths['/v1/calls']['get']['parameters']['qu
 export type Transcript = Json<paths['/v1/calls/{id}/transcript']['get']['responses'][200]>['data'];
 export type Member = Json<paths['/v1/members']['get']['responses'][200]>['data'][number];
 export type Role = Member['role'];
+export type PhoneNumber = Json<paths['/v1/phone-numbers']['get']['responses'][200]>['data'][number];
+export type AvailableNumber = Json<paths['/v1/phone-numbers/available']['get']['responses'][200]>['data'][number];
+export type Subscription = Json<paths['/api/v1/webhook_subscriptions']['get']['responses'][200]>['data'][number];
+export type CreatedSubscription = Json<paths['/api/v1/webhook_subscriptions']['post']['responses'][201]>['data'];
+export type DeliveryAttempt = Json<paths['/api/v1/webhook_subscriptions/{id}/deliveries']['get']['responses'][200]>['data'][number];
 export type Scope = NonNullable<paths['/v1/api-keys']['post']['requestBody']>['content']['application/json']['scopes'][number];
 
 /** The error envelope's message, or a generic line for a failure without one (network down, a proxy's page). */

@@ -1,8 +1,10 @@
 // One call: its summary, the timeline of its states with times (from the record's timestamps and its legs'), the
-// legs, cost, the recording when there is one, and the transcript.
+// legs, cost, the recording when there is one, and the transcript. Live: each change of the call on the call stream
+// (GET /v1/calls/stream) reads it again, so its status, timeline and legs move without a reload.
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf, type Call, type Session, type Transcript } from '../api/client.ts';
 import { ErrorLine, Loading, TableWrap } from '../components.tsx';
+import { LiveIndicator, useCallStream } from '../live.tsx';
 import { dateTime, money, seconds } from '../format.ts';
 import { BASE, Link, PageTitle } from '../router.tsx';
 
@@ -44,11 +46,13 @@ export function CallPage({ session, id }: { session: Session; id: string }) {
     }
   };
   useEffect(() => { void load(); }, [id]);
+  const live = useCallStream((e) => { if (e.call_id === id) void load(); }, () => void load());
 
   return (
     <>
       <p class="crumbs"><Link href={`${BASE}/calls`}>← All calls</Link></p>
       <PageTitle title="Call">{call ? `Call to ${call.to_number}` : 'Call'}</PageTitle>
+      <LiveIndicator {...live} />
       {error ? <ErrorLine message={`The call could not be loaded: ${error}`} retry={() => void load()} />
         : !call ? <Loading what="the call" />
         : (

@@ -4,6 +4,7 @@ import type { Principal } from '../../../shared/accounts/principal.ts';
 import type { Tx, WithinTx } from '../../../shared/db.ts';
 import type { StagePlan } from '../../../shared/http/pipeline.ts';
 import type { NewClaim } from '../../../shared/idempotency/idempotency-store.ts';
+import type { CallStreams } from '../event-stream.ts';
 import { planFile, type StreamSlots } from '../file-response.ts';
 import type { AnyRoute, GatewayDeps, Reply, UploadedFile } from '../types.ts';
 import { serialize } from '../wire.ts';
@@ -11,7 +12,7 @@ import { runClaimed } from './idempotency.ts';
 import type { ApiRequest } from './state.ts';
 
 /** What the handler stage needs of the gateway: its resources and, for handlers that read it, its base URL. */
-export interface HandlerHost { readonly deps: GatewayDeps; readonly baseUrl: string; readonly fileStreams: StreamSlots }
+export interface HandlerHost { readonly deps: GatewayDeps; readonly baseUrl: string; readonly fileStreams: StreamSlots; readonly callStreams: CallStreams }
 
 export const handlerStage = (host: HandlerHost): StagePlan<AnyRoute, ApiRequest> => (route) => ({
   name: 'handler',
@@ -19,8 +20,12 @@ export const handlerStage = (host: HandlerHost): StagePlan<AnyRoute, ApiRequest>
     if (x.reply) return; // answered by a replay
     const ctx = new HandlerContext(host, x);
     if (x.claim) return runClaimed(x, () => route.handler(ctx).then(serialize), host.deps.log);
-    return route.handler(ctx).then((r) => {
+    return route.handler(ctx).then(async (r) => {
       if (r.file) x.file = planFile(r.file, x.inc.headers.range, host.fileStreams);
+      if (r.stream) {
+        x.stream = await host.callStreams.open(r.stream);
+        r = { ...r, headers: { ...r.headers, ...x.stream.headers } };
+      }
       x.reply = serialize(r);
     });
   },

@@ -3,6 +3,7 @@
 import type { Principal } from '../../../shared/accounts/principal.ts';
 import type { NewClaim, StoredResponse } from '../../../shared/idempotency/idempotency-store.ts';
 import { newRequestId } from '../../../shared/ids.ts';
+import type { StreamPlan } from '../event-stream.ts';
 import type { FilePlan } from '../file-response.ts';
 import type { AnyRoute, UploadedFile } from '../types.ts';
 
@@ -43,6 +44,8 @@ export class ApiRequest {
   reply: StoredResponse | null = null;
   /** A file to stream instead of reply.body. */
   file: FilePlan | undefined;
+  /** An event stream to keep open instead of reply.body (GET /v1/calls/stream). */
+  stream: StreamPlan | undefined;
 
   constructor(readonly inc: Incoming, readonly rawBody: Buffer | null, readonly tooBig: boolean) {}
 }
