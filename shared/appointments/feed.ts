@@ -1,13 +1,14 @@
 // The organization's iCalendar feed: a secret URL that calendar apps subscribe to without credentials. The token
 // names its organization (olcal_<organization id, 32 hex><secret, 32 base62>); only its SHA-256 is stored, and the
 // presented token is checked by one row read and a constant-time comparison of the hashes. A wrong, malformed or
-// rotated-away token is not_found, the same answer as an organization without a feed.
+// rotated-away token is not_found, the same answer as an organization without a feed. The RFC 5545 text is written by
+// ical-generator (TEXT escaping, folding at 75 octets without splitting a character, CRLF, UTC date-times).
 import { timingSafeEqual } from 'node:crypto';
+import ical, { escape, ICalCalendarMethod, ICalEventStatus, ICalEventTransparency, type ICalEventData } from 'ical-generator';
 import type { Db } from '../db.ts';
 import { notFound } from '../errors.ts';
 import { randomToken, sha256 } from '../ids.ts';
 import type { AppointmentRow } from './schemas.ts';
-import { serializeCalendar, type IcsEvent } from './ical.ts';
 
 export const FEED_PREFIX = 'olcal_';
 const TOKEN = /^olcal_([0-9a-f]{32})([0-9A-Za-z]{32})$/;
@@ -51,14 +52,28 @@ export async function feedCalendar(db: Db, organizationId: string, host: string)
   const rows = await db.any<AppointmentRow>(
     `SELECT * FROM appointments WHERE organization_id = $1 AND start_at >= now() - make_interval(days => $2)
       ORDER BY start_at, id LIMIT $3`, [organizationId, FEED_PAST_DAYS, FEED_MAX_EVENTS]);
-  return serializeCalendar({
-    prodId: '-//Openline//Appointments 1.0//EN',
-    name: `${org.name} appointments`,
-    events: rows.map((a) => icsEvent(a, host)),
-  });
+  return renderFeed(org.name, rows, host);
 }
 
-export function icsEvent(a: AppointmentRow, host: string): IcsEvent {
+/** PRODID:-//Openline//Appointments 1.0//EN (the library writes the leading '-'). */
+export const FEED_PRODID = { company: 'Openline', product: 'Appointments 1.0', language: 'EN' };
+
+/** The VCALENDAR text: the calendar's name and refresh interval, one VEVENT per row. */
+export function renderFeed(organizationName: string, rows: AppointmentRow[], host: string): string {
+  const calendar = ical({
+    prodId: FEED_PRODID, method: ICalCalendarMethod.PUBLISH, scale: 'GREGORIAN',
+    // ical-generator writes NAME and X-WR-CALNAME as given, unescaped (only event properties are escaped), and an
+    // organization's name is its own input: escaped here as the TEXT it is, so a comma, semicolon or newline in it
+    // stays inside the value.
+    name: escape(`${organizationName} appointments`, false),
+    ttl: 15 * 60, // REFRESH-INTERVAL and X-PUBLISHED-TTL: PT15M
+  });
+  for (const a of rows) calendar.createEvent(icsEvent(a, host));
+  // The library ends its last line (END:VCALENDAR) without a line break; RFC 5545 3.1 ends every content line CRLF.
+  return `${calendar.toString()}\r\n`;
+}
+
+export function icsEvent(a: AppointmentRow, host: string): ICalEventData {
   const who = a.name ?? a.phone_number ?? 'a contact';
   const description = [
     a.phone_number ? `Phone: ${a.phone_number}` : null,
@@ -67,8 +82,12 @@ export function icsEvent(a: AppointmentRow, host: string): IcsEvent {
     `Booked by: ${a.source}`,
     a.cancel_reason ? `Cancelled: ${a.cancel_reason}` : null,
   ].filter(Boolean).join('\n');
+  const cancelled = a.status === 'cancelled';
+  // No time zone on the calendar or the event: ical-generator writes every date-time in UTC (20260310T133000Z).
   return {
-    uid: `${a.id}@${host}`, stamp: a.updated_at, created: a.created_at, start: a.start_at, end: a.end_at,
-    summary: `Appointment with ${who}`, description, sequence: a.sequence, status: a.status === 'cancelled' ? 'CANCELLED' : 'CONFIRMED',
+    id: `${a.id}@${host}`, stamp: a.updated_at, created: a.created_at, lastModified: a.updated_at,
+    start: a.start_at, end: a.end_at, summary: `Appointment with ${who}`, description, sequence: a.sequence,
+    status: cancelled ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
+    transparency: cancelled ? ICalEventTransparency.TRANSPARENT : null,
   };
 }

@@ -2,7 +2,8 @@
 // reading, cancelling, bad input with fields, another organization's key, keys lacking the scope, double booking
 // under parallel requests, and the secret iCalendar feed (RFC 5545 text: folding, escaping, events, cancellation).
 import t from 'tap';
-import { escapeText, foldLine } from '../../shared/appointments/ical.ts';
+import { renderFeed } from '../../shared/appointments/feed.ts';
+import type { AppointmentRow } from '../../shared/appointments/schemas.ts';
 import { eventually, testEnv, type TestEnv } from '../helpers/env.ts';
 
 const env = await testEnv(t, { env: { SANDBOX_TIME_SCALE: '0.01' } });
@@ -30,15 +31,38 @@ function weekdayAhead(days: number): string {
 const acme = await env.bootstrap({ org: 'Acme Dental', numbers: 1 });
 const other = await env.bootstrap({ org: 'Other Co', numbers: 1 });
 
-t.test('ical serializer: escaping and folding at 75 octets', async (t) => {
-  t.equal(escapeText('a,b;c\\d\nline2\r\nline3'), 'a\\,b\\;c\\\\d\\nline2\\nline3');
-  const long = `DESCRIPTION:${'é'.repeat(60)}${'x'.repeat(50)}`;
-  const folded = foldLine(long);
-  const lines = folded.split('\r\n');
-  t.ok(lines.length > 1, 'folded');
-  for (const l of lines) t.ok(Buffer.byteLength(l) <= 75, `line of ${Buffer.byteLength(l)} octets`);
-  t.ok(lines.slice(1).every((l) => l.startsWith(' ')), 'continuations start with a space');
-  t.equal(folded.replace(/\r\n /g, ''), long, 'unfolding gives the line back, no character split');
+t.test('feed text (ical-generator): escaping, folding at 75 octets, CRLF, UTC, cancelled events', async (t) => {
+  const row = (over: Partial<AppointmentRow>): AppointmentRow => ({
+    id: '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', organization_id: '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a00', call_id: null,
+    contact_id: null, phone_number: '+14155550109', name: null, start_at: new Date('2026-03-10T13:30:00Z'),
+    end_at: new Date('2026-03-10T14:00:00Z'), blocked_until: new Date('2026-03-10T14:00:00Z'), time_zone: 'America/New_York',
+    status: 'booked', source: 'api', notes: null, sequence: 0, cancelled_at: null, cancel_reason: null,
+    created_at: new Date('2026-03-06T15:04:05Z'), updated_at: new Date('2026-03-06T15:04:05Z'), ...over });
+  const text = renderFeed('Acme, Dental; "East"\nBEGIN:VEVENT', [
+    row({ name: 'Lee, Ann', notes: `a,b;c\\d\nline2\r\nline3 ${'é'.repeat(60)}${'x'.repeat(50)} 😀😀😀` }),
+    row({ id: '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c', status: 'cancelled', sequence: 1, cancel_reason: 'Sick',
+      updated_at: new Date('2026-03-07T08:00:00Z') }),
+  ], 'api.example.com');
+  t.ok(text.endsWith('END:VCALENDAR\r\n') && !/[^\r]\n|\r[^\n]/.test(text), 'every line ends CRLF, the last one too');
+  const physical = text.split('\r\n').slice(0, -1);
+  for (const l of physical) t.ok(Buffer.byteLength(l) <= 75, `line of ${Buffer.byteLength(l)} octets`);
+  t.ok(physical.some((l) => l.startsWith(' ')), 'some lines folded');
+  t.equal(Buffer.from(text, 'utf8').toString('utf8'), text, 'no character split (a lone surrogate would not survive UTF-8)');
+  const lines = text.replace(/\r\n /g, '').split('\r\n');
+  t.same(lines.slice(0, 3), ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Openline//Appointments 1.0//EN']);
+  t.ok(lines.includes('METHOD:PUBLISH') && lines.includes('REFRESH-INTERVAL;VALUE=DURATION:PT15M'));
+  t.ok(lines.includes('X-WR-CALNAME:Acme\\, Dental\\; "East"\\nBEGIN:VEVENT appointments'), 'the calendar\'s name escaped');
+  t.equal(lines.filter((l) => l === 'BEGIN:VEVENT').length, 2, 'one VEVENT per appointment, none injected');
+  const event = (uid: string) => { const at = lines.indexOf(`UID:${uid}@api.example.com`); return lines.slice(at, lines.indexOf('END:VEVENT', at)); };
+  const booked = event('0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b');
+  for (const l of ['DTSTART:20260310T133000Z', 'DTEND:20260310T140000Z', 'DTSTAMP:20260306T150405Z', 'CREATED:20260306T150405Z',
+    'LAST-MODIFIED:20260306T150405Z', 'SEQUENCE:0', 'STATUS:CONFIRMED', 'SUMMARY:Appointment with Lee\\, Ann']) t.ok(booked.includes(l), l);
+  t.notOk(booked.includes('TRANSP:TRANSPARENT'));
+  const desc = booked.find((l) => l.startsWith('DESCRIPTION:'))!;
+  t.ok(desc.startsWith(`DESCRIPTION:Phone: +14155550109\\nNotes: a\\,b\\;c\\\\d\\nline2\\nline3 ${'é'.repeat(60)}${'x'.repeat(50)} 😀😀😀\\n`), desc);
+  const cancelled = event('0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c');
+  for (const l of ['STATUS:CANCELLED', 'SEQUENCE:1', 'TRANSP:TRANSPARENT', 'DTSTAMP:20260307T080000Z']) t.ok(cancelled.includes(l), l);
+  t.ok(cancelled.find((l) => l.startsWith('DESCRIPTION:'))!.endsWith('\\nCancelled: Sick'));
 });
 
 t.test('availability: not set yet, bad input with fields, set, read back', async (t) => {
