@@ -7,7 +7,7 @@ import {
   availabilityWithSlots, cancelAppointment, createAppointment, DEFAULT_RANGE_DAYS, getAppointment, getAvailability, listAppointments,
   MAX_RANGE_DAYS, NOTES_MAX, setAvailability, type AvailabilityRow,
 } from '../../shared/appointments/appointments.ts';
-import { feedCalendar, feedOrganization, feedState, feedUrl, rotateFeed } from '../../shared/appointments/feed.ts';
+import { FeedCache, feedOrganization, feedState, feedUrl, rotateFeed } from '../../shared/appointments/feed.ts';
 import {
   APPOINTMENT_EXAMPLE, APPOINTMENT_STATUSES, AppointmentResponse, appointmentView, AvailabilityResponse, AvailabilitySettings,
   FeedResponse, Interval, localIso, WEEKLY_EXAMPLE, type AppointmentRow,
@@ -55,6 +55,7 @@ export const appointmentRoutes: Plugin = (routes) => {
   // The feed's limiter: one per gateway (this plugin runs once per gateway), counted in Redis across gateways.
   let feedLimiter: FixedWindowLimiter | null = null;
   const limiter = (deps: GatewayDeps) => (feedLimiter ??= new FixedWindowLimiter(deps.redis, { windowMs: 60_000 }));
+  const feeds = new FeedCache();
 
   routes.add({
     method: 'GET', path: '/v1/appointments', scope: READ, tag: TAG, summary: 'List appointments',
@@ -173,7 +174,7 @@ export const appointmentRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/appointments/calendar.ics', scope: null, tag: TAG, summary: 'The iCalendar feed',
     description: 'The organization\'s appointments as an RFC 5545 calendar (text/calendar), for calendar apps to subscribe '
-      + 'to: those that started up to 90 days ago and every later one, booked (STATUS:CONFIRMED) and cancelled '
+      + 'to: those that started up to 90 days ago and every later one (the latest 1000), booked (STATUS:CONFIRMED) and cancelled '
       + '(STATUS:CANCELLED, SEQUENCE raised), times in UTC. No credential: the secret token from POST '
       + '/v1/appointments/calendar-feed is the credential; a wrong, malformed or replaced token is not_found. At most '
       + `${FEED_REQUESTS_PER_MINUTE} requests per client address a minute (rate_limited with Retry-After).`,
@@ -186,7 +187,7 @@ export const appointmentRoutes: Plugin = (routes) => {
         throw new DomainError('rate_limited', `Too many calendar feed requests; retry in ${d.resetSeconds} s.`, { retryAfterSeconds: d.resetSeconds });
       }
       const organizationId = await feedOrganization(deps.db, query.token);
-      const text = await feedCalendar(deps.db, organizationId, new URL(baseUrl).hostname);
+      const text = await feeds.feed(deps.db, organizationId, new URL(baseUrl).hostname);
       return { status: 200, raw: Buffer.from(text, 'utf8'), headers: { 'content-type': 'text/calendar; charset=utf-8',
         'cache-control': 'private, max-age=300', 'content-disposition': 'inline; filename="appointments.ics"' } };
     },

@@ -295,6 +295,14 @@ t.test('iCalendar feed: secret URL, RFC 5545 text, cancelled events, rotation, w
   t.ok(ce.includes('STATUS:CANCELLED') && ce.includes('SEQUENCE:1'), 'the cancelled one says so with a higher SEQUENCE');
   t.equal(lines.filter((l) => l === 'END:VCALENDAR').length, 1);
 
+  // Each gateway caches the rendered feed until the appointments change: the same text while nothing changed, and a
+  // cancellation shows at the next fetch.
+  t.equal((await env.request('GET', path)).text, text, 'an unchanged feed is the same text');
+  t.equal((await req(acme, 'POST', `/v1/appointments/${b.body.data.id}/cancel`, {})).status, 200);
+  const after = (await env.request('GET', path)).text.replace(/\r\n /g, '').split('\r\n');
+  const again = after.slice(after.indexOf(`UID:${b.body.data.id}@127.0.0.1`));
+  t.ok(again.slice(0, again.indexOf('END:VEVENT')).includes('STATUS:CANCELLED'), 'the cancellation is in the next fetch');
+
   t.equal((await env.request('GET', `${path}x`)).status, 404, 'a longer token');
   t.equal((await env.request('GET', path.replace(/.$/, (c) => (c === 'a' ? 'b' : 'a')))).status, 404, 'one character off');
   t.equal((await env.request('GET', '/v1/appointments/calendar.ics?token=olcal_nope')).status, 404, 'malformed');
