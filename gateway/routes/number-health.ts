@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { OPEN_SCOPE } from '../../shared/sub-entities/content-policy.ts';
 import type { CallRow } from '../../shared/calls/model.ts';
 import { callView } from '../../shared/calls/views.ts';
 import {
@@ -354,7 +355,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, body, baseUrl }) => {
       if (deps.config.carrier !== 'sandbox') throw new DomainError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
       const call = await simulateInboundCall(deps.db, principal, body, deps.clock.now(), deps.config.sandboxTimeScale) as CallRow;
-      return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, hipaa: false }) } };
+      return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, content: OPEN_SCOPE }) } };
     },
   });
 };

@@ -68,6 +68,19 @@ export async function assertSubEntityOf(db: Db | Tx, organizationId: string, id:
   if (!(await findSubEntity(db, organizationId, id))) throw validationError({ [field]: NOT_OURS });
 }
 
+/** A sub_entity_id named for something sent from one of the organization's numbers (an SMS): the number's own
+ *  sub-entity binds (naming another is a validation_error), and a named one must be the organization's. */
+export async function assertSubEntityForNumber(db: Db | Tx, organizationId: string, id: string | null | undefined,
+  phoneNumber: string, field = 'sub_entity_id'): Promise<void> {
+  if (id === undefined || id === null) return;
+  const r = isUuid(id) ? await db.one<{ ours: boolean; bound: string | null }>(
+    `SELECT EXISTS (SELECT 1 FROM sub_entities WHERE id = $1 AND organization_id = $2) AS ours,
+            (SELECT sub_entity_id FROM phone_numbers WHERE organization_id = $2 AND phone_number = $3 AND status <> 'RELEASED') AS bound`,
+    [id, organizationId, phoneNumber]) : { ours: false, bound: null };
+  if (!r.ours) throw validationError({ [field]: NOT_OURS });
+  if (r.bound !== null && r.bound !== id) throw validationError({ [field]: `must be ${r.bound}, the sub-entity of ${phoneNumber} (or omitted)` });
+}
+
 /** A sub_entity_id list filter: a malformed id is a validation_error; an id of no sub-entity simply matches nothing. */
 export function assertSubEntityFilter(id: string | undefined, field = 'sub_entity_id'): void {
   if (id !== undefined && !isUuid(id)) throw validationError({ [field]: 'must be a sub-entity id (uuid)' });
