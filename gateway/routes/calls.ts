@@ -45,7 +45,7 @@ const CALL_EXAMPLE = {
   id: CALL_ID, type: 'bridge', direction: 'outbound', from_number: '+14155550123', to_number: '+12125550187',
   connect_number: '+13125550142', agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null,
   failure_category: null, disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 10, record: true,
-  cost_cents: 2, max_duration_seconds: 3600, issued_by_user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
+  cost_cents: 2, max_duration_seconds: 3600, issued_by_user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', sub_entity_id: null, created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
   ended_at: '2026-11-20T15:04:19.000Z',
   legs: [
     { role: 'connect', number: '+13125550142', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:04:05.200Z',

@@ -95,7 +95,7 @@ const SessionIdParams = UuidIdParams('session');
 const INBOUND_CALL_EXAMPLE = {
   id: CALL_ID, type: 'inbound', direction: 'inbound', from_number: '+12125550187', to_number: '+14155550123', connect_number: null,
   agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null, failure_category: null,
-  disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 75, record: false, cost_cents: 0, max_duration_seconds: 10800, issued_by_user_id: null, api_key_id: null,
+  disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 75, record: false, cost_cents: 0, max_duration_seconds: 10800, issued_by_user_id: null, api_key_id: null, sub_entity_id: null,
   created_at: '2026-11-20T15:05:00.000Z', answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z',
   legs: [{ role: 'destination', number: '+14155550123', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:05:00.000Z',
     answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z' }],
