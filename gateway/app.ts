@@ -34,6 +34,7 @@ import { contactRoutes } from './routes/contacts.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { documentRoutes } from './routes/documents.ts';
 import { appointmentRoutes } from './routes/appointments.ts';
+import { subEntityRoutes } from './routes/sub-entities.ts';
 import { documentStorage } from '../shared/documents/storage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
@@ -60,6 +61,7 @@ export const AREAS: Plugin[] = [
   usageRoutes,
   documentRoutes,
   appointmentRoutes,
+  subEntityRoutes,
   numberHealthRoutes,
   numberRegistrationRoutes,
   optimizeRoutes,

@@ -57,6 +57,10 @@ const TAGS: Record<string, string> = {
     + 'availability (weekly hours in an IANA time zone, slot length, buffer) and its free slots, booking without double '
     + 'booking, cancellation, new_appointment on every booking, and a secret iCalendar feed. Reads need bookings:read, '
     + 'writes agents:write. See docs/reference/appointments.md.',
+  'Sub-entities': 'The units an organization runs under one account (clinics of a dental group, branches, client '
+    + 'accounts of an agency): phone numbers, calls, contacts and SMS messages belong to one by sub_entity_id (a call and an '
+    + 'SMS take their number\'s), and each list filters by it. HIPAA mode per sub-entity (compliance:write only, audited) '
+    + 'withholds the content of its calls and its delivered SMS bodies. See docs/reference/sub-entities.md.',
   'Number Registration': 'Registration of the organization\'s numbers with the call-analytics providers that label calls '
     + '(the Free Caller Registry path carriers\' analytics engines read): per-number status (not_registered, pending, '
     + 'registered, rejected with a reason), bulk submission, and number_registration.status_changed on every change.',

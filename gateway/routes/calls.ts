@@ -5,7 +5,9 @@ import { resolveAgent } from '../../shared/calls/agents.ts';
 import { HANGUP_MODES, LIVE_STATUSES, TERMINAL_STATUSES, type HangupMode } from '../../shared/calls/model.ts';
 import { placeCall, type Placed } from '../../shared/calls/place.ts';
 import { exactSelection, selectCallerId, type CallerIdSelection } from '../../shared/number-health/dial.ts';
-import { callForContent, contentPolicy, getCall, listCalls } from '../../shared/calls/store.ts';
+import { callForContent, getCall, listCalls } from '../../shared/calls/store.ts';
+import { contentScope, OPEN_SCOPE } from '../../shared/sub-entities/content-policy.ts';
+import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
 import { CallResponse, callView, TranscriptResponse, transcriptView, viewOptions } from '../../shared/calls/views.ts';
@@ -43,7 +45,7 @@ const CALL_EXAMPLE = {
   id: CALL_ID, type: 'bridge', direction: 'outbound', from_number: '+14155550123', to_number: '+12125550187',
   connect_number: '+13125550142', agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null,
   failure_category: null, disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 10, record: true,
-  cost_cents: 2, max_duration_seconds: 3600, issued_by_user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
+  cost_cents: 2, max_duration_seconds: 3600, issued_by_user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', sub_entity_id: null, created_at: '2026-11-20T15:04:05.000Z', answered_at: '2026-11-20T15:04:09.000Z',
   ended_at: '2026-11-20T15:04:19.000Z',
   legs: [
     { role: 'connect', number: '+13125550142', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:04:05.200Z',
@@ -100,6 +102,8 @@ export const callRoutes: Plugin = (routes) => {
       to_number: Type.Optional(Number164('The called party (E.164).')),
       connect_number: Type.Optional(Number164('The phone rung first and bridged to to_number (E.164); required.')),
       record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
+      sub_entity_id: Type.Optional(Type.String({ description: 'The call\'s sub-entity. Without it the call takes from_number\'s; '
+        + 'a number that belongs to a sub-entity binds its calls to it (naming another is a validation_error).' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: Accepted }), description: 'Accepted; the call progresses asynchronously.' },
     errors: [...CALL_ERRORS],
@@ -112,7 +116,7 @@ export const callRoutes: Plugin = (routes) => {
         ({ status: 202, body: { data: accepted(call, set ?? exactSelection(call.from_number, callerId)) } });
       const placed = await placeCall(deps.calls, principal, {
         type: 'bridge', from: set ? set.from : body.from_number, to: body.to_number, connect: body.connect_number,
-        record: body.record ?? false, withEvidence: !set, names: { from: 'from_number', to: 'to_number' }, at,
+        record: body.record ?? false, subEntityId: body.sub_entity_id, withEvidence: !set, names: { from: 'from_number', to: 'to_number' }, at,
       }, ctx.idempotent(reply));
       return reply(placed);
     },
@@ -144,6 +148,8 @@ export const callRoutes: Plugin = (routes) => {
         voice: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Voice name of the speech engine (default "neutral").' })),
       }, { additionalProperties: false, description: 'Inline agent settings instead of agent_id.' })),
       record: Type.Optional(Type.Boolean({ default: false, description: 'Record the call (GET /v1/calls/{id}/recording once it ended).' })),
+      sub_entity_id: Type.Optional(Type.String({ description: 'The call\'s sub-entity. Without it the call takes from_number\'s; '
+        + 'a number that belongs to a sub-entity binds its calls to it (naming another is a validation_error).' })),
     }, { additionalProperties: false }),
     response: {
       status: 202, description: 'Accepted; the call progresses asynchronously.',
@@ -165,6 +171,7 @@ export const callRoutes: Plugin = (routes) => {
       });
       const placed = await placeCall(deps.calls, principal, {
         type: 'ai', from: body.from_number ?? body.caller_id, to: body.to_number ?? body.destination, record: body.record ?? false,
+        subEntityId: body.sub_entity_id,
         agent, names: {
           from: body.caller_id !== undefined || (legacy && body.from_number === undefined) ? 'caller_id' : 'from_number',
           to: body.destination !== undefined || (legacy && body.to_number === undefined) ? 'destination' : 'to_number',
@@ -187,13 +194,16 @@ export const callRoutes: Plugin = (routes) => {
         description: 'Only calls in this status. Send it again with each cursor: a cursor keeps only the order.' })),
       direction: Type.Optional(Type.Union([Type.Literal('outbound'), Type.Literal('inbound')], {
         description: 'Only outbound or only inbound calls. Send it again with each cursor.' })),
+      sub_entity_id: Type.Optional(Type.String({ description: 'Only the calls of this sub-entity. Send it again with each cursor.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Call, { description: 'The calls, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
       const page = deps.cursors.params('calls', query);
-      const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal), { status: query.status, direction: query.direction });
+      assertSubEntityFilter(query.sub_entity_id);
+      const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal),
+        { status: query.status, direction: query.direction, sub_entity_id: query.sub_entity_id });
       const out = deps.cursors.page('calls', page, rows, (r) => r.id);
-      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
+      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentScope(deps.db, principal.organizationId) : OPEN_SCOPE, baseUrl);
       return { status: 200, body: { data: out.data.map((c) => callView(c, o)), meta: out.meta } };
     },
   });
@@ -235,7 +245,7 @@ export const callRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, params, baseUrl }) => {
       const call = await getCall(deps.db, principal.organizationId, params.id, ownCallsOf(principal));
       if (!call) throw notFound(`Call ${params.id}`);
-      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentPolicy(deps.db, principal.organizationId) : 'standard', baseUrl);
+      const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentScope(deps.db, principal.organizationId) : OPEN_SCOPE, baseUrl);
       return { status: 200, body: { data: callView(call, o) } };
     },
   });
@@ -245,7 +255,7 @@ export const callRoutes: Plugin = (routes) => {
     summary: 'Read a call\'s transcript',
     description: 'Answers the call\'s transcript (turns with speaker and offset) and a small analysis, once the call '
       + 'ended. status is available, pending (the call is live) or unavailable, with reason saying why there is none. '
-      + 'AI calls always have one once answered; bridge calls only when recorded. Under a HIPAA content policy the '
+      + 'AI calls always have one once answered; bridge calls only when recorded. When the organization or the call\'s sub-entity is in HIPAA mode the '
       + 'answer is content_policy_forbidden. Read-only; needs transcripts:read.',
     examples: { response: { data: {
       call_id: CALL_ID, status: 'available', reason: null, language: 'en-US',
@@ -263,7 +273,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     errors: ['content_policy_forbidden'],
     handler: async ({ deps, principal, params }) =>
-      ({ status: 200, body: { data: transcriptView(await callForContent(deps.db, principal.organizationId, params.id)) } }),
+      ({ status: 200, body: { data: transcriptView(await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal))) } }),
   });
 
   routes.add({
@@ -275,13 +285,13 @@ export const callRoutes: Plugin = (routes) => {
       + 'for a moment after the call ended while the media process finishes writing it. Accepts one byte range (Range: bytes=a-b, a- or -n) '
       + 'answered 206 with Content-Range; a range starting past the end is 416; several or malformed ranges are '
       + 'ignored (200, whole file). not_found when the call has no recording (not recorded, not answered, not ended). '
-      + 'Under a HIPAA content policy: content_policy_forbidden. When this gateway already streams its maximum of '
+      + 'When the organization or the call\'s sub-entity is in HIPAA mode: content_policy_forbidden. When this gateway already streams its maximum of '
       + 'recordings (RECORDING_STREAMS_MAX): service_unavailable with Retry-After: 1. Needs recordings:read.',
     params: IdParams,
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
     errors: ['content_policy_forbidden', 'service_unavailable'],
     handler: async ({ deps, principal, params }) => {
-      const call = await callForContent(deps.db, principal.organizationId, params.id);
+      const call = await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal));
       if (!hasRecording(call)) {
         throw new DomainError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
       }

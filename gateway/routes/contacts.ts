@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
 import { mergePolicy, policyView, readPolicy, writePolicy, policyFromRow, type PolicyRow } from '../../shared/compliance/policy.ts';
 import { PolicyResponse, WeekdaySchema } from '../../shared/compliance/schemas.ts';
 import { isTimeZone } from '../../shared/compliance/timezone.ts';
@@ -62,7 +63,7 @@ const PolicyPatch = Type.Object({
 
 const CONTACT = {
   id: '0193a4c2-7e5b-7d21-9f3a-6c8e2b1d4f71', phone_number: '+12125550187', name: 'Dana Whitfield', timezone: 'America/New_York',
-  tags: ['patient', 'reminders'], created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
+  tags: ['patient', 'reminders'], sub_entity_id: null, created_at: '2026-11-20T15:04:05.000Z', updated_at: '2026-11-20T15:04:05.000Z',
 };
 const CONTACT_DETAIL = {
   ...CONTACT, call_history: { total: 3, answered: 2, last_24_hours: 1, last_30_days: 3, last_called_at: '2026-11-22T14:00:00.000Z' },
@@ -107,7 +108,7 @@ export const contactRoutes: Plugin = (routes) => {
       + 'is evaluated.',
     examples: { request: { phone_number: CONTACT.phone_number, name: CONTACT.name, timezone: CONTACT.timezone, tags: CONTACT.tags }, response: { data: CONTACT } },
     body: Type.Object({ phone_number: fields.phone_number, name: Type.Optional(fields.name), timezone: Type.Optional(fields.timezone),
-      tags: Type.Optional(fields.tags) }, { additionalProperties: false }),
+      tags: Type.Optional(fields.tags), sub_entity_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The sub-entity the contact belongs to (one of your organization\'s, else validation_error); null: none.' })), }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Contact }) },
     errors: ['contact_exists'],
     handler: async (ctx) => {
@@ -122,11 +123,13 @@ export const contactRoutes: Plugin = (routes) => {
     description: 'Lists the organization\'s contacts, newest first; filter by tag or phone_number; paginated with limit, order and cursor.',
     examples: { response: { data: [CONTACT], meta: { page_size: 20 } } },
     query: Type.Object({ ...PageQuery, tag: Type.Optional(Type.String({ minLength: 1, description: 'Only contacts with this tag.' })),
-      phone_number: Type.Optional(E164('Only the contact with this number (URL-encode the + as %2B).')) }, { additionalProperties: false }),
+      phone_number: Type.Optional(E164('Only the contact with this number (URL-encode the + as %2B).')),
+      sub_entity_id: Type.Optional(Type.String({ description: 'Only the contacts of this sub-entity.' })) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Contact, { description: 'The contacts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('contacts', query);
-      const rows = await listContacts(deps.db, principal.organizationId, { tag: query.tag, phone_number: query.phone_number }, page);
+      assertSubEntityFilter(query.sub_entity_id);
+      const rows = await listContacts(deps.db, principal.organizationId, { tag: query.tag, phone_number: query.phone_number, sub_entity_id: query.sub_entity_id }, page);
       const out = deps.cursors.page('contacts', page, rows, (c) => c.id);
       return { status: 200, body: { data: out.data.map(contactView), meta: out.meta } };
     },
@@ -154,7 +157,7 @@ export const contactRoutes: Plugin = (routes) => {
     examples: { request: { timezone: 'America/Chicago' }, response: { data: { ...CONTACT, timezone: 'America/Chicago', updated_at: '2026-11-21T08:00:00.000Z' } } },
     params: IdParams,
     body: Type.Object({ phone_number: Type.Optional(fields.phone_number), name: Type.Optional(fields.name), timezone: Type.Optional(fields.timezone),
-      tags: Type.Optional(fields.tags) }, { additionalProperties: false, minProperties: 1 }),
+      tags: Type.Optional(fields.tags), sub_entity_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The sub-entity the contact belongs to (one of your organization\'s, else validation_error); null: none.' })), }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: Contact }) },
     errors: ['contact_exists'],
     handler: async (ctx) => {

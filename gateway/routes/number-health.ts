@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { OPEN_SCOPE } from '../../shared/sub-entities/content-policy.ts';
 import type { CallRow } from '../../shared/calls/model.ts';
 import { callView } from '../../shared/calls/views.ts';
 import {
@@ -94,7 +95,7 @@ const SessionIdParams = UuidIdParams('session');
 const INBOUND_CALL_EXAMPLE = {
   id: CALL_ID, type: 'inbound', direction: 'inbound', from_number: '+12125550187', to_number: '+14155550123', connect_number: null,
   agent_id: null, status: 'COMPLETED', call_outcome: 'answered', failure_code: null, failure_category: null,
-  disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 75, record: false, cost_cents: 0, max_duration_seconds: 10800, issued_by_user_id: null, api_key_id: null,
+  disconnection_reason: 'remote_hangup', picked_up: true, duration_seconds: 75, record: false, cost_cents: 0, max_duration_seconds: 10800, issued_by_user_id: null, api_key_id: null, sub_entity_id: null,
   created_at: '2026-11-20T15:05:00.000Z', answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z',
   legs: [{ role: 'destination', number: '+14155550123', status: 'ENDED', end_reason: 'completed', originated_at: '2026-11-20T15:05:00.000Z',
     answered_at: '2026-11-20T15:05:03.000Z', ended_at: '2026-11-20T15:06:18.000Z' }],
@@ -354,7 +355,7 @@ export const numberHealthRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, body, baseUrl }) => {
       if (deps.config.carrier !== 'sandbox') throw new DomainError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
       const call = await simulateInboundCall(deps.db, principal, body, deps.clock.now(), deps.config.sandboxTimeScale) as CallRow;
-      return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, hipaa: false }) } };
+      return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, content: OPEN_SCOPE }) } };
     },
   });
 };

@@ -18,7 +18,7 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
       + 'and is submitted to the CNAM provider; cnam_status then turns registered, or rejected with cnam_rejection_reason '
       + `(the sandbox provider answers after about 3 s × SANDBOX_TIME_SCALE and rejects names containing ${SANDBOX_RESERVED_WORDS.join(', ')} `
       + 'as a word, or without a letter). A released number answers cnam_number_released. No CNAM registration needs an enterprise registration. '
-      + 'inbound sets what answers calls to the number (softphone or reject; see the field).',
+      + 'inbound sets what answers calls to the number (softphone or reject; see the field). sub_entity_id moves the number to a sub-entity (or null).',
     examples: { request: { cnam_display_name: 'Acme Dental', inbound: 'reject' },
       response: { data: { ...DETAIL_EXAMPLE, cnam_display_name: 'Acme Dental', cnam_status: 'pending', inbound: 'reject' } } },
     params: IdParams,
@@ -28,6 +28,9 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label for the number.' })),
       inbound: Type.Optional(Type.Union([Type.Literal('softphone'), Type.Literal('reject')], { description: 'What answers inbound '
         + 'calls (CARRIER=sip): softphone rings the browsers listening for the number, reject answers 480 (docs/reference/numbers.md).' })),
+      sub_entity_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The sub-entity the number belongs '
+        + 'to (a sub-entity of your organization, else validation_error); null detaches it. Calls and SMS placed from the '
+        + 'number later take it; those already placed keep theirs.' })),
     }, { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetailResponse }) },
     errors: ['cnam_number_released'],

@@ -1,4 +1,6 @@
 import { Type } from '@sinclair/typebox';
+import { contentScope } from '../../shared/sub-entities/content-policy.ts';
+import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { receiveInbound, type InboundResult } from '../../shared/sms/inbound.ts';
 import { acceptSend, getMessage, listMessages, messageView, sendQueue, type MessageRow } from '../../shared/sms/messages.ts';
@@ -17,7 +19,7 @@ const Message = MessageResponse;
 
 const MESSAGE_EXAMPLE = {
   id: '0193a4e1-2b3c-7d4e-8f50-61a2b3c4d5e6', phone_number: '+12125550187', from_number: '+14155550123', to_number: '+12125550187',
-  direction: 'outbound', status: 'queued', body: 'Your appointment is tomorrow at 10 AM. Reply STOP to opt out.', encoding: 'GSM-7',
+  direction: 'outbound', status: 'queued', body: 'Your appointment is tomorrow at 10 AM. Reply STOP to opt out.', body_withheld: false, sub_entity_id: null, encoding: 'GSM-7',
   segments: 1, provider_id: null, error_message: null, auto_reply_to: null, channel: 'sms', created_at: '2026-11-23T01:00:00.000Z',
   sent_at: null, delivered_at: null, updated_at: '2026-11-23T01:00:00.000Z',
 };
@@ -81,6 +83,8 @@ export const smsRoutes: Plugin = (routes) => {
       from_number: E164('Your ACTIVE, texting-registered number (E.164), inside the credential\'s bounds.'),
       to_number: E164('The recipient (E.164), inside the credential\'s bounds.'),
       body: Type.String({ minLength: 1, maxLength: 1600, description: `The text, at most ${MAX_SEGMENTS} segments.` }),
+      sub_entity_id: Type.Optional(Type.String({ description: 'The message\'s sub-entity. Without it the message takes '
+        + 'from_number\'s; a number that belongs to a sub-entity binds its messages to it (naming another is a validation_error).' })),
     }, { additionalProperties: false }),
     response: { status: 202, description: 'Accepted: the message, queued.', schema: Type.Object({ data: Message }) },
     errors: ['forbidden', 'destination_blocked', 'texting_not_ready', 'no_active_subscription', 'recipient_opted_out', 'idempotency_conflict'],
@@ -102,13 +106,16 @@ export const smsRoutes: Plugin = (routes) => {
       status: Type.Optional(Type.Union(MESSAGE_STATUSES.map((s) => Type.Literal(s)), { description: 'Only this status.' })),
       phone_number: Type.Optional(E164('Only messages with this remote party.')),
       local_number: Type.Optional(E164('Only messages sent from or received on this number of yours.')),
+      sub_entity_id: Type.Optional(Type.String({ description: 'Only the messages of this sub-entity.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(Message, { description: 'The messages.' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const { limit, cursor, order, ...filters } = query;
       const page = deps.cursors.params('sms-messages', { limit, cursor, order });
+      assertSubEntityFilter(filters.sub_entity_id);
       const out = deps.cursors.page('sms-messages', page, await listMessages(deps.db, principal.organizationId, filters, page), (m) => m.id);
-      return { status: 200, body: { data: out.data.map(messageView), meta: out.meta } };
+      const content = await contentScope(deps.db, principal.organizationId);
+      return { status: 200, body: { data: out.data.map((m) => messageView(m, content)), meta: out.meta } };
     },
   });
 
@@ -119,8 +126,10 @@ export const smsRoutes: Plugin = (routes) => {
       sent_at: '2026-11-23T01:00:01.000Z', delivered_at: '2026-11-23T01:00:03.000Z', updated_at: '2026-11-23T01:00:03.000Z' } } },
     params: UuidIdParams('message'),
     response: { status: 200, schema: Type.Object({ data: Message }) },
-    handler: async ({ deps, principal, params }) =>
-      ({ status: 200, body: { data: messageView(await getMessage(deps.db, principal.organizationId, params.id)) } }),
+    handler: async ({ deps, principal, params }) => {
+      const m = await getMessage(deps.db, principal.organizationId, params.id);
+      return { status: 200, body: { data: messageView(m, await contentScope(deps.db, principal.organizationId)) } };
+    },
   });
 
   routes.add({

@@ -32,6 +32,7 @@ export type InboundRoute =
 
 interface Target {
   phone_id: number;
+  sub_entity_id: string | null;
   organization_id: string;
   user_id: string;
   inbound: InboundSetting;
@@ -55,7 +56,7 @@ export async function routeInbound(rt: CallRuntime, o: { to: string; from: strin
   const { db } = rt.deps;
   if (!isE164(o.to)) return { kind: 'unknown' };
   const t = await db.oneOrNone<Target>(
-    `SELECT p.id AS phone_id, p.organization_id, p.user_id, p.inbound, p.max_call_minutes AS phone_max, o.max_call_minutes,
+    `SELECT p.id AS phone_id, p.sub_entity_id, p.organization_id, p.user_id, p.inbound, p.max_call_minutes AS phone_max, o.max_call_minutes,
             o.channel_limit, o.daily_spend_cap_cents
        FROM phone_numbers p JOIN organizations o ON o.id = p.organization_id
       WHERE p.phone_number = $1 AND p.status = 'ACTIVE'`, [o.to]);
@@ -83,7 +84,7 @@ export async function routeInbound(rt: CallRuntime, o: { to: string; from: strin
     const caller: Leg = { role: 'destination', number: o.from, status: 'RINGING', reason: null, originated_at: now.toISOString(), answered_at: null, ended_at: null };
     const call = await insertCall(db, {
       id, organization_id: t.organization_id, api_key_id: null, user_id: t.user_id, type: 'inbound', direction: 'inbound',
-      status: 'RINGING', originated_at: now, from_number: o.from, to_number: o.to, connect_number: null, phone_number_id: t.phone_id,
+      status: 'RINGING', originated_at: now, from_number: o.from, to_number: o.to, connect_number: null, phone_number_id: t.phone_id, sub_entity_id: t.sub_entity_id,
       agent_id: null, agent: null, record: false, legs: { destination: caller }, channels: CHANNELS.inbound, carrier: rt.profile.name,
       time_scale: rt.profile.timeScale, max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds('inbound', spend.reservedCents, price)),
       spend_reserved_cents: spend.reservedCents, ring_timeout_seconds: o.ringSeconds, price_cents_per_minute: price, created_at: now,

@@ -56,6 +56,8 @@ export interface CallRow {
   to_number: string;
   connect_number: string | null;
   phone_number_id: number | null;
+  /** The sub-entity of the call (migration 033): its from_number's (inbound: the called number's) when placed. */
+  sub_entity_id: string | null;
   agent_id: string | null;
   agent: AgentSettings | null;
   record: boolean;

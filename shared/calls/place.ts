@@ -22,6 +22,7 @@ import { usableCallerIds } from '../caller-ids/standing.ts';
 import { assertFactsAllow } from '../compliance/guard.ts';
 import { DomainError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
+import { assertSubEntityOf } from '../sub-entities/sub-entities.ts';
 import { callerIdEvidence, type CallerIdEvidence } from '../number-health/resolve.ts';
 import { isE164, parseE164, type ParsedNumber } from '../phone/e164.ts';
 import { assertWithinBounds } from '../tokens/bounds.ts';
@@ -39,6 +40,9 @@ export interface PlaceRequest {
   connect?: string;
   record: boolean;
   agent?: AgentSettings;
+  /** The sub-entity the request names (sub_entity_id); without it the call takes its from_number's. A number's
+   *  sub-entity is binding: naming another one is a validation_error (a HIPAA boundary cannot be stepped around). */
+  subEntityId?: string | null;
   /** Answer the caller ID's Number Health evidence (the dial path's reply carries it). */
   withEvidence?: boolean;
   /** Wire names of the caller-ID and destination fields in this request (for `fields` of errors). */
@@ -103,6 +107,15 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   // Everything the next steps read from PostgreSQL, in one round trip.
   const now = new Date(req.at ?? Date.now());
   const { limits: org, evidence, compliance, callerId: callerIdFacts } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
+
+  // The call's sub-entity: its from_number's; a named one must be the organization's and agree with the number's.
+  const subEntityId = org.phone_sub_entity_id ?? req.subEntityId ?? null;
+  if (req.subEntityId != null && req.subEntityId !== org.phone_sub_entity_id) {
+    if (org.phone_sub_entity_id !== null) {
+      throw validationError({ sub_entity_id: `must be ${org.phone_sub_entity_id}, the sub-entity of ${req.from} (or omitted)` });
+    }
+    await assertSubEntityOf(db, p.organizationId, req.subEntityId);
+  }
 
   // 3. Destination rules.
   for (const [field, n] of dialed) {
@@ -189,7 +202,7 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
     call = await rt.inserts.insert({
       id, organization_id: p.organizationId, api_key_id: p.kind === 'api_key' ? p.keyId : null, user_id: p.userId,
       type: req.type, from_number: req.from, to_number: to.e164, connect_number: connect?.e164 ?? null,
-      phone_number_id: org.phone_id, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,
+      phone_number_id: org.phone_id, sub_entity_id: subEntityId, agent_id: req.agent?.id ?? null, agent: req.agent ?? null, record: req.record,
       legs, channels, carrier: rt.profile.name, time_scale: rt.profile.timeScale,
       max_duration_seconds: Math.min(lengthLimitSeconds, reservedTalkSeconds(req.type, reservedCents, price)),
       spend_reserved_cents: reservedCents,

@@ -16,6 +16,8 @@ export interface PlacementLimits {
   max_call_minutes: number;
   /** The caller ID's live (not released) number of the organization; null: not one of its numbers. */
   phone_id: number | null;
+  /** That number's sub-entity; a call placed from it takes it. */
+  phone_sub_entity_id: string | null;
   phone_status: string | null;
   phone_max: number | null;
 }
@@ -33,7 +35,7 @@ const FACTS = factsSql({ to: '$3', now: '$4', monthFloor: '$5' });
 const CALLER_ID = callerIdSql({ number: '$2', own: 'p.id' });
 const TEXT =
   `SELECT o.channel_limit, o.calls_per_minute, o.daily_spend_cap_cents::float8 AS daily_spend_cap_cents, o.allow_countries,
-          o.max_call_minutes, p.id AS phone_id, p.status AS phone_status, p.max_call_minutes AS phone_max,
+          o.max_call_minutes, p.id AS phone_id, p.sub_entity_id AS phone_sub_entity_id, p.status AS phone_status, p.max_call_minutes AS phone_max,
           ${CACHED_EVIDENCE_COLUMNS('nec', '$4')},
           ${CALLER_ID.columns},
           ${FACTS.columns}
@@ -53,7 +55,7 @@ export async function readPlacement(db: Db | Tx, organizationId: string, from: s
   return {
     limits: {
       channel_limit: r.channel_limit, calls_per_minute: r.calls_per_minute, daily_spend_cap_cents: r.daily_spend_cap_cents,
-      allow_countries: r.allow_countries, max_call_minutes: r.max_call_minutes, phone_id: r.phone_id, phone_status: r.phone_status,
+      allow_countries: r.allow_countries, max_call_minutes: r.max_call_minutes, phone_id: r.phone_id, phone_sub_entity_id: r.phone_sub_entity_id, phone_status: r.phone_status,
       phone_max: r.phone_max,
     },
     evidence: { evidence_generation: r.evidence_generation, evidence_fresh: r.evidence_fresh, evidence_state: r.evidence_state,

@@ -2,7 +2,8 @@
 // the pure state machine, writes the result and — when the call ended — its events and spend, so origination,
 // carrier progress, timers and hangups of one call are serialized and each transition commits at most once.
 import { callerIdStillUsable } from '../caller-ids/standing.ts';
-import { DomainError, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
+import { assertCallContent } from '../sub-entities/content-policy.ts';
 import { pgp, type Db, type WithinTx } from '../db.ts';
 import { TurnBatcher } from '../batch.ts';
 import { isUuid } from '../ids.ts';
@@ -20,7 +21,7 @@ export type NewCall = Pick<CallRow,
   'id' | 'organization_id' | 'api_key_id' | 'user_id' | 'type' | 'from_number' | 'to_number' | 'connect_number'
   | 'phone_number_id' | 'agent_id' | 'agent' | 'record' | 'legs' | 'channels' | 'carrier' | 'time_scale'
   | 'max_duration_seconds' | 'ring_timeout_seconds' | 'price_cents_per_minute' | 'created_at'>
-  & Partial<Pick<CallRow, 'spend_reserved_cents' | 'direction' | 'status' | 'originated_at'>>;
+  & Partial<Pick<CallRow, 'spend_reserved_cents' | 'direction' | 'status' | 'originated_at' | 'sub_entity_id'>>;
 
 /** Inserts a call (QUEUED and outbound unless `c` says otherwise: an inbound call starts RINGING) and its new_call event in one statement (one round trip, one implicit transaction); with
  *  `within` (a request's idempotency record), in one explicit transaction that also runs it. A process that places
@@ -54,7 +55,7 @@ export class CallInserts {
 
 async function insertWith(db: Db, batcher: TurnBatcher<CallRow, Error | null> | null, c: NewCall, within?: WithinTx<CallRow>): Promise<CallRow> {
   const row: CallRow = {
-    spend_reserved_cents: null, direction: 'outbound', status: 'QUEUED', originated_at: null, ...c, call_outcome: null, failure_code: null, failure_category: null,
+    spend_reserved_cents: null, direction: 'outbound', status: 'QUEUED', originated_at: null, sub_entity_id: null, ...c, call_outcome: null, failure_code: null, failure_category: null,
     disconnection_reason: null, picked_up: false, cost_cents: 0, duration_seconds: null, answered_at: null,
     ended_at: null, transcript: null, updated_at: c.created_at,
   };
@@ -71,7 +72,7 @@ async function insertWith(db: Db, batcher: TurnBatcher<CallRow, Error | null> | 
 }
 
 const CALL_COLUMNS = new pgp.helpers.ColumnSet(['id', 'organization_id', 'api_key_id', 'user_id', 'type', 'direction', 'from_number',
-  'to_number', 'connect_number', 'phone_number_id', 'agent_id', { name: 'agent', mod: ':json' }, 'record', 'status',
+  'to_number', 'connect_number', 'phone_number_id', 'sub_entity_id', 'agent_id', { name: 'agent', mod: ':json' }, 'record', 'status',
   { name: 'legs', mod: ':json' }, 'channels', 'carrier', 'time_scale', 'max_duration_seconds', 'ring_timeout_seconds',
   'price_cents_per_minute', 'created_at', 'updated_at', 'spend_reserved_cents', 'originated_at'], { table: 'calls' });
 
@@ -171,7 +172,7 @@ export async function loadCall(db: Db, id: string): Promise<CallRow | null> {
 }
 
 /** Filters of the call log (GET /v1/calls): each narrows the list when set. */
-export interface CallFilters { status?: string; direction?: string }
+export interface CallFilters { status?: string; direction?: string; sub_entity_id?: string }
 
 export async function listCalls(db: Db, organizationId: string, p: PageParams, onlyUserId: string | null = null, f: CallFilters = {}): Promise<CallRow[]> {
   const values: unknown[] = [organizationId];
@@ -180,23 +181,17 @@ export async function listCalls(db: Db, organizationId: string, p: PageParams, o
   if (onlyUserId !== null) and('user_id', onlyUserId);
   if (f.status) and('status', f.status);
   if (f.direction) and('direction', f.direction);
+  if (f.sub_entity_id) and('sub_entity_id', f.sub_entity_id);
   const k = keysetClause('id', p, values.length + 1);
   return db.any<CallRow>(`SELECT * FROM calls WHERE ${where}${k.where}${k.tail}`, [...values, ...k.values]);
 }
 
-export async function contentPolicy(db: Db, organizationId: string): Promise<string> {
-  const r = await db.one('SELECT content_policy FROM organizations WHERE id = $1', [organizationId]);
-  return r.content_policy;
-}
-
 /** A call of the organization whose content (transcript, recording, analysis) may be returned: not_found for an
- *  unknown or foreign call, content_policy_forbidden when the organization pins content to a HIPAA boundary. */
-export async function callForContent(db: Db, organizationId: string, id: string): Promise<CallRow> {
-  const call = await getCall(db, organizationId, id);
+ *  unknown or foreign call, content_policy_forbidden when the organization or the call's sub-entity pins content to a
+ *  HIPAA boundary (the rule: shared/sub-entities/content-policy.ts). Every call-content route reads the call here. */
+export async function callForContent(db: Db, organizationId: string, id: string, onlyUserId: string | null = null): Promise<CallRow> {
+  const call = await getCall(db, organizationId, id, onlyUserId);
   if (!call) throw notFound(`Call ${id}`);
-  if (await contentPolicy(db, organizationId) === 'hipaa') {
-    throw new DomainError('content_policy_forbidden',
-      'Your organization pins call content to a HIPAA boundary; transcripts, recordings and analysis are never returned.');
-  }
+  await assertCallContent(db, organizationId, call);
   return call;
 }

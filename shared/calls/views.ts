@@ -5,6 +5,7 @@ import type { LegRole } from '../carriers/carrier.ts';
 import { FAILURES, type CallRow, type Leg } from './model.ts';
 import { hasRecording, recordingPath } from './recording.ts';
 import { Nullable } from '../response-schemas.ts';
+import { callContentWithheld, type ContentScope } from '../sub-entities/content-policy.ts';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -16,12 +17,12 @@ export interface ViewOptions {
   baseUrl: string;
   /** The credential has recordings:read: recording_url is present (null when there is none). */
   recordings: boolean;
-  /** The organization pins call content to a HIPAA boundary: recordings are never returned. */
-  hipaa: boolean;
+  /** Who pins call content to a HIPAA boundary (the organization, HIPAA sub-entities): their recordings are never returned. */
+  content: ContentScope;
 }
 
-export const viewOptions = (p: Principal, contentPolicy: string, baseUrl: string): ViewOptions =>
-  ({ recordings: p.scopes.has('recordings:read'), hipaa: contentPolicy === 'hipaa', baseUrl });
+export const viewOptions = (p: Principal, content: ContentScope, baseUrl: string): ViewOptions =>
+  ({ recordings: p.scopes.has('recordings:read'), content, baseUrl });
 
 const Ts = (description: string) => Type.String({ format: 'date-time', description });
 
@@ -60,12 +61,14 @@ export const CallResponse = Type.Object({
     + 'without a user, and for inbound calls.'),
   api_key_id: Nullable(Type.String({ format: 'uuid' }), 'The API key that placed the call; '
     + 'null when placed with a client token or a console session, and for inbound calls.'),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity of the call: its from_number\'s (inbound: the '
+    + 'called number\'s) when it was placed, or the one named by sub_entity_id; null: none.'),
   created_at: Ts('When the call was accepted.'),
   answered_at: Nullable(Ts('When the called party answered.'), 'When the called party answered; null if not.'),
   ended_at: Nullable(Ts('When the call ended.'), 'When the call ended; null while live.'),
   legs: Type.Array(LegResponse, { description: 'The carrier legs, in dialing order.' }),
   recording_url: Type.Optional(Nullable(Type.String(), 'Only for credentials with recordings:read: where to GET the '
-    + 'recording (audio/wav); null without a recording and always under a HIPAA content policy.')),
+    + 'recording (audio/wav); null without a recording and always when the organization or the call\'s sub-entity is in HIPAA mode.')),
 }, { description: 'A call record.' });
 
 const ROLES: LegRole[] = ['connect', 'destination', 'browser'];
@@ -97,12 +100,13 @@ export function callView(c: CallRow, o: ViewOptions): Static<typeof CallResponse
     max_duration_seconds: c.max_duration_seconds,
     issued_by_user_id: c.user_id,
     api_key_id: c.api_key_id,
+    sub_entity_id: c.sub_entity_id ?? null,
     created_at: c.created_at.toISOString(),
     answered_at: iso(c.answered_at),
     ended_at: iso(c.ended_at),
     legs: ROLES.map((r) => c.legs[r]).filter((l): l is Leg => !!l).map(legView),
   };
-  if (o.recordings) v.recording_url = o.hipaa ? null : recordingUrl(c, o.baseUrl);
+  if (o.recordings) v.recording_url = callContentWithheld(o.content, c) ? null : recordingUrl(c, o.baseUrl);
   return v;
 }
 
@@ -138,6 +142,7 @@ export function callEventPayload(c: CallRow) {
     cost_cents: c.cost_cents,
     issued_by_user_id: c.user_id,
     api_key_id: c.api_key_id,
+    sub_entity_id: c.sub_entity_id ?? null,
   };
 }
 

@@ -1,6 +1,7 @@
 // Setting a number's caller name (PATCH /v1/phone-numbers/{id}) and recording the provider's verdict. A change
 // bumps cnam_version and sets cnam_status pending; the registration job (workers/processors/cnam-registration.ts)
 // carries the version, so the verdict on an older name never overwrites a newer one.
+import { assertSubEntityOf } from '../sub-entities/sub-entities.ts';
 import type { JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import type { Db, WithinTx } from '../db.ts';
@@ -29,7 +30,7 @@ export function cnamJobOptions(job: CnamJob, config: Pick<Config, 'sandboxTimeSc
   };
 }
 
-export interface CnamPatch { cnam_display_name?: string; name?: string; inbound?: 'softphone' | 'reject' }
+export interface CnamPatch { cnam_display_name?: string; name?: string; inbound?: 'softphone' | 'reject'; sub_entity_id?: string | null }
 
 /** Applies the patch; a new (or previously rejected) display name goes back to pending and is submitted. The job
  *  is queued inside the transaction: if queuing fails nothing is written, and a job that runs before the commit
@@ -44,6 +45,7 @@ export async function setCnam(db: Db, queues: QueueRegistry, config: Pick<Config
     const row = await tx.oneOrNone<LifecycleRow & { cnam_version: number }>(
       'SELECT * FROM phone_numbers WHERE id = $1 AND organization_id = $2 FOR UPDATE', [id, organizationId]);
     if (!row) throw notFound('Phone number');
+    await assertSubEntityOf(tx, organizationId, patch.sub_entity_id);
     if (row.status === 'RELEASED') {
       throw new DomainError('cnam_number_released', `Phone number ${id} is released (status RELEASED); it can no longer be changed.`);
     }
@@ -56,9 +58,10 @@ export async function setCnam(db: Db, queues: QueueRegistry, config: Pick<Config
               cnam_status = CASE WHEN $4 THEN 'pending' ELSE cnam_status END,
               cnam_rejection_reason = CASE WHEN $4 THEN NULL ELSE cnam_rejection_reason END,
               cnam_updated_at = CASE WHEN $4 THEN now() ELSE cnam_updated_at END,
-              cnam_version = $6
+              cnam_version = $6, sub_entity_id = CASE WHEN $8 THEN $9::uuid ELSE sub_entity_id END
         WHERE id = $1 AND organization_id = $2 RETURNING *`,
-      [id, organizationId, patch.name ?? null, resubmit, name ?? null, version, patch.inbound ?? null]);
+      [id, organizationId, patch.name ?? null, resubmit, name ?? null, version, patch.inbound ?? null,
+        patch.sub_entity_id !== undefined, patch.sub_entity_id ?? null]);
     if (resubmit) {
       const job = { phoneId: id, version };
       await cnamQueue(queues).add('register', job, cnamJobOptions(job, config));

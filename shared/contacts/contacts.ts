@@ -1,6 +1,7 @@
 // Contacts: the organization's people, one live contact per phone number, with an optional IANA timezone (the
 // calling window's local time, before the number's own zones) and tags. Creating one fires contact_created through
 // the outbox in the same transaction. Deleting keeps the row (deleted_at): consent records refer to it.
+import { assertSubEntityOf } from '../sub-entities/sub-entities.ts';
 import type { Static } from '@sinclair/typebox';
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { DomainError, notFound } from '../errors.ts';
@@ -17,11 +18,13 @@ export interface ContactRow {
   name: string;
   timezone: string | null;
   tags: string[];
+  /** The sub-entity the contact belongs to (migration 033); null: none. */
+  sub_entity_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-export interface ContactInput { phone_number: string; name?: string; timezone?: string | null; tags?: string[] }
+export interface ContactInput { phone_number: string; name?: string; timezone?: string | null; tags?: string[]; sub_entity_id?: string | null }
 
 export const contactView = (c: ContactRow): Static<typeof ContactResponse> => ({
   id: c.id,
@@ -29,6 +32,7 @@ export const contactView = (c: ContactRow): Static<typeof ContactResponse> => ({
   name: c.name,
   timezone: c.timezone,
   tags: c.tags,
+  sub_entity_id: c.sub_entity_id ?? null,
   created_at: c.created_at.toISOString(),
   updated_at: c.updated_at.toISOString(),
 });
@@ -53,12 +57,13 @@ async function liveWithNumber(q: Db | Tx, organizationId: string, phone: string)
 export async function createContact(db: Db, organizationId: string, c: ContactInput, within?: WithinTx<ContactRow>): Promise<ContactRow> {
   // The row and its event commit together (with the request's idempotency record when there is one).
   const row = await db.tx('contact-create', async (q) => {
+    await assertSubEntityOf(q, organizationId, c.sub_entity_id);
     const taken = await liveWithNumber(q, organizationId, c.phone_number);
     if (taken) throw exists(c.phone_number, taken);
     const inserted = await q.oneOrNone<ContactRow>(
-      `INSERT INTO contacts (id, organization_id, phone_number, name, timezone, tags) VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO contacts (id, organization_id, phone_number, name, timezone, tags, sub_entity_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT DO NOTHING RETURNING *`,
-      [uuidv7(), organizationId, c.phone_number, c.name ?? '', c.timezone ?? null, c.tags ?? []]);
+      [uuidv7(), organizationId, c.phone_number, c.name ?? '', c.timezone ?? null, c.tags ?? [], c.sub_entity_id ?? null]);
     // A racing create of the same number won.
     if (!inserted) throw exists(c.phone_number, (await liveWithNumber(q, organizationId, c.phone_number)) ?? 'unknown');
     await recordEvent(q, { organizationId, eventType: 'contact_created', data: contactView(inserted) });
@@ -83,6 +88,7 @@ export async function getContact(db: Db | Tx, organizationId: string, id: string
 export async function updateContact(db: Db, organizationId: string, id: string, patch: Partial<ContactInput>,
   within?: WithinTx<ContactRow>): Promise<ContactRow> {
   await getContact(db, organizationId, id);
+  await assertSubEntityOf(db, organizationId, patch.sub_entity_id);
   return writeWithin(db, within, async (q) => {
     if (patch.phone_number !== undefined) {
       const taken = await liveWithNumber(q, organizationId, patch.phone_number);
@@ -90,10 +96,11 @@ export async function updateContact(db: Db, organizationId: string, id: string, 
     }
     const row = await q.oneOrNone<ContactRow>(
       `UPDATE contacts SET phone_number = COALESCE($3, phone_number), name = COALESCE($4, name),
-              timezone = CASE WHEN $5 THEN $6 ELSE timezone END, tags = COALESCE($7, tags), updated_at = now()
+              timezone = CASE WHEN $5 THEN $6 ELSE timezone END, tags = COALESCE($7, tags),
+              sub_entity_id = CASE WHEN $8 THEN $9::uuid ELSE sub_entity_id END, updated_at = now()
         WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL RETURNING *`,
       [id, organizationId, patch.phone_number ?? null, patch.name ?? null, patch.timezone !== undefined, patch.timezone ?? null,
-        patch.tags ?? null]);
+        patch.tags ?? null, patch.sub_entity_id !== undefined, patch.sub_entity_id ?? null]);
     if (!row) throw notFound(`Contact ${id}`);
     return row;
   });
@@ -106,14 +113,15 @@ export async function deleteContact(db: Db, organizationId: string, id: string, 
   });
 }
 
-export interface ContactFilter { tag?: string; phone_number?: string }
+export interface ContactFilter { tag?: string; phone_number?: string; sub_entity_id?: string }
 
 export async function listContacts(db: Db, organizationId: string, f: ContactFilter, p: PageParams): Promise<ContactRow[]> {
-  const k = keysetClause('id', p, 4);
+  const k = keysetClause('id', p, 5);
   return db.any(
     `SELECT * FROM contacts WHERE organization_id = $1 AND deleted_at IS NULL
-        AND ($2::text IS NULL OR $2 = ANY(tags)) AND ($3::text IS NULL OR phone_number = $3)${k.where}${k.tail}`,
-    [organizationId, f.tag ?? null, f.phone_number ?? null, ...k.values]);
+        AND ($2::text IS NULL OR $2 = ANY(tags)) AND ($3::text IS NULL OR phone_number = $3)
+        AND ($4::uuid IS NULL OR sub_entity_id = $4)${k.where}${k.tail}`,
+    [organizationId, f.tag ?? null, f.phone_number ?? null, f.sub_entity_id ?? null, ...k.values]);
 }
 
 /** How often the organization called the contact's number, and when last. */

@@ -15,6 +15,7 @@ export const ContactResponse = Type.Object({
   timezone: Nullable(Type.String(), 'IANA time zone of the contact (e.g. America/Chicago): the calling window is evaluated '
     + 'in it; null: the zones of the number\'s area code or country.'),
   tags: Type.Array(Type.String({ description: 'A tag.' }), { description: 'Free-form labels; GET /v1/contacts?tag= filters by one.' }),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity the contact belongs to; null: none. GET /v1/contacts?sub_entity_id= filters by it.'),
   created_at: ISO('When the contact was created.'),
   updated_at: ISO('When the contact was last changed.'),
 }, { description: 'A contact.' });

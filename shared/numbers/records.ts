@@ -22,6 +22,8 @@ export interface PhoneNumberRow {
   source: 'purchased' | 'imported';
   /** What answers inbound calls to the number (migration 026). */
   inbound: 'softphone' | 'reject';
+  /** The sub-entity the number belongs to (migration 033); its calls and SMS take it. */
+  sub_entity_id: string | null;
   created_at: Date;
 }
 
@@ -44,6 +46,7 @@ export function phoneNumberView(r: PhoneNumberRow): Static<typeof PhoneNumberRes
     texting_status: r.texting_status,
     source: r.source,
     inbound: r.inbound,
+    sub_entity_id: r.sub_entity_id ?? null,
     created_at: r.created_at.toISOString(),
   };
 }

@@ -27,6 +27,8 @@ export const PhoneNumberResponse = Type.Object({
   inbound: Type.Union([Type.Literal('softphone'), Type.Literal('reject')], { description: 'What answers calls to the number '
     + '(CARRIER=sip): softphone (default) rings every browser listening for it on the softphone WebSocket, the first to '
     + 'accept takes the call; reject answers 480. Set it with PATCH /v1/phone-numbers/{id}.' }),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity the number belongs to (GET /v1/sub-entities/{id}); '
+    + 'calls placed from it and SMS sent from it take it. null: none. Set it with PATCH /v1/phone-numbers/{id}.'),
   created_at: Type.String({ format: 'date-time', description: 'When the number was acquired.' }),
 }, { description: 'A phone number the organization holds.' });
 

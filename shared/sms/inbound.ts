@@ -62,8 +62,8 @@ export async function receiveInbound(db: Db, q: Queue<SendJob>, organizationId: 
     const id = uuidv7();
     const message = await tx.one<MessageRow>(
       `INSERT INTO sms_messages (id, organization_id, direction, local_number, remote_number, body, encoding, segments, status,
-                                 provider, provider_id, keyword)
-       VALUES ($1, $2, 'inbound', $3, $4, $5, $6, $7, 'received', 'sandbox', $8, $9) RETURNING *`,
+                                 provider, provider_id, keyword, sub_entity_id)
+       VALUES ($1, $2, 'inbound', $3, $4, $5, $6, $7, 'received', 'sandbox', $8, $9, (SELECT sub_entity_id FROM phone_numbers WHERE organization_id = $2 AND phone_number = $3 AND status <> 'RELEASED')) RETURNING *`,
       [id, organizationId, input.to_number, input.from_number, input.body, measured.encoding, measured.segments,
         `SBXIN${id.replace(/-/g, '')}`, keyword]);
     await recordEvent(tx, { organizationId, eventType: 'contact_replied', data: contactRepliedData(message, keyword) });

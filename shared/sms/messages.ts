@@ -1,4 +1,6 @@
 import type { Static } from '@sinclair/typebox';
+import { OPEN_SCOPE, smsBodyWithheld, type ContentScope } from '../sub-entities/content-policy.ts';
+import { assertSubEntityForNumber } from '../sub-entities/sub-entities.ts';
 import type { MessageResponse } from './schemas.ts';
 // SMS message records and accepting a send (POST /v1/sms/send). Accepting checks, in this order, and writes
 // nothing when one refuses:
@@ -48,13 +50,16 @@ export interface MessageRow {
   sent_at: Date | null;
   delivered_at: Date | null;
   updated_at: Date;
+  /** The sub-entity of the message: its number's when sent or received (migration 033). */
+  sub_entity_id: string | null;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** The message record of the read endpoints: the reference's fields plus what a reader needs. */
-export function messageView(m: MessageRow): Static<typeof MessageResponse> {
+export function messageView(m: MessageRow, content: ContentScope = OPEN_SCOPE): Static<typeof MessageResponse> {
   const outbound = m.direction === 'outbound';
+  const withheld = smsBodyWithheld(content, m);
   return {
     id: m.id,
     phone_number: m.remote_number,
@@ -62,7 +67,9 @@ export function messageView(m: MessageRow): Static<typeof MessageResponse> {
     to_number: outbound ? m.remote_number : m.local_number,
     direction: m.direction,
     status: m.status,
-    body: m.body,
+    body: withheld ? null : m.body,
+    body_withheld: withheld,
+    sub_entity_id: m.sub_entity_id ?? null,
     encoding: m.encoding,
     segments: m.segments,
     provider_id: m.provider_id,
@@ -113,7 +120,7 @@ export async function staleQueued(db: Db, olderThanMs: number, limit = 1000): Pr
 
 // ---- accepting a send -----------------------------------------------------------------------------------------
 
-export interface SendInput { from_number: string; to_number: string; body: string }
+export interface SendInput { from_number: string; to_number: string; body: string; sub_entity_id?: string | null }
 
 type BlockReason = 'a2p_registration_required' | 'a2p_registration_pending' | 'a2p_registration_rejected' | 'no_sender';
 
@@ -150,6 +157,7 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
   if (!isE164(req.to_number)) bad.to_number = 'must be an E.164 number, e.g. +12125550187';
   if (Object.keys(bad).length) throw validationError(bad);
   const measured = measureBody(req.body);
+  await assertSubEntityForNumber(db, p.organizationId, req.sub_entity_id, req.from_number);
   assertWithinBounds(p, ['from_number', req.from_number], [['to_number', req.to_number]]);
   // Demo keys reach only the sandbox's 555 numbers, as on the call paths.
   if (p.isDemo && !isDemoDestination(req.to_number)) {
@@ -162,7 +170,7 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
   const row = await writeWithin(db, within, async (q) => {
     const r = await q.one<SendState & Partial<MessageRow>>(
       `WITH s AS (
-         SELECT r.status AS registration_status, n.status AS phone_status, n.texting_status, o.subscription_active,
+         SELECT r.status AS registration_status, n.status AS phone_status, n.texting_status, o.subscription_active, n.sub_entity_id AS number_sub_entity_id,
                 EXISTS (SELECT 1 FROM opt_outs x WHERE x.organization_id = o.id AND x.phone_number = $3 AND x.channel = 'sms'
                            AND x.revoked_at IS NULL) AS opted_out
            FROM organizations o
@@ -170,13 +178,13 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
            LEFT JOIN phone_numbers n ON n.organization_id = o.id AND n.phone_number = $2 AND n.status <> 'RELEASED'
           WHERE o.id = $1),
        ins AS (
-         INSERT INTO sms_messages (id, organization_id, direction, local_number, remote_number, body, encoding, segments, status, provider)
-         SELECT $4, $1, 'outbound', $2, $3, $5, $6, $7, 'queued', 'sandbox' FROM s
+         INSERT INTO sms_messages (id, organization_id, direction, local_number, remote_number, body, encoding, segments, status, provider, sub_entity_id)
+         SELECT $4, $1, 'outbound', $2, $3, $5, $6, $7, 'queued', 'sandbox', COALESCE(s.number_sub_entity_id, $8::uuid) FROM s
           WHERE s.registration_status = 'approved' AND s.phone_status = 'ACTIVE' AND s.texting_status = 'registered'
             AND s.subscription_active AND NOT s.opted_out
          RETURNING *)
        SELECT s.*, ins.* FROM s LEFT JOIN ins ON true`,
-      [p.organizationId, req.from_number, req.to_number, uuidv7(), req.body, measured.encoding, measured.segments]);
+      [p.organizationId, req.from_number, req.to_number, uuidv7(), req.body, measured.encoding, measured.segments, req.sub_entity_id ?? null]);
     if (r.id) return r as MessageRow;
     const reg: RegistrationStatus = r.registration_status ?? 'none';
     if (reg !== 'approved') textingBlock(reg);
@@ -203,8 +211,8 @@ export interface NewOutbound {
 export async function insertOutbound(q: Db | Tx, m: NewOutbound): Promise<MessageRow> {
   return q.one(
     `INSERT INTO sms_messages (id, organization_id, direction, local_number, remote_number, body, encoding, segments, status,
-                               provider, auto_reply_to, keyword)
-     VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, 'queued', 'sandbox', $8, $9) RETURNING *`,
+                               provider, auto_reply_to, keyword, sub_entity_id)
+     VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, 'queued', 'sandbox', $8, $9, (SELECT sub_entity_id FROM phone_numbers WHERE organization_id = $2 AND phone_number = $3 AND status <> 'RELEASED')) RETURNING *`,
     [uuidv7(), m.organizationId, m.local, m.remote, m.body, m.encoding, m.segments, m.autoReplyTo ?? null, m.keyword ?? null]);
 }
 
@@ -218,7 +226,7 @@ export async function getMessage(db: Db, organizationId: string, id: string): Pr
   return row;
 }
 
-export interface MessageFilters { direction?: Direction; status?: MessageStatus; phone_number?: string; local_number?: string }
+export interface MessageFilters { direction?: Direction; status?: MessageStatus; phone_number?: string; local_number?: string; sub_entity_id?: string }
 
 export async function listMessages(db: Db, organizationId: string, f: MessageFilters, p: PageParams): Promise<MessageRow[]> {
   const values: unknown[] = [organizationId];
@@ -228,6 +236,7 @@ export async function listMessages(db: Db, organizationId: string, f: MessageFil
   if (f.status) add('status', f.status);
   if (f.phone_number) add('remote_number', f.phone_number);
   if (f.local_number) add('local_number', f.local_number);
+  if (f.sub_entity_id) add('sub_entity_id', f.sub_entity_id);
   const k = keysetClause('id', p, values.length + 1);
   return db.any(`SELECT * FROM sms_messages WHERE ${where}${k.where}${k.tail}`, [...values, ...k.values]);
 }

@@ -15,7 +15,9 @@ export const MessageResponse = Type.Object({
   status: Type.Union(MESSAGE_STATUSES.map((s) => Type.Literal(s)), {
     description: 'Outbound: queued, then sent (the carrier accepted it), then delivered or undelivered; failed when the '
       + 'carrier refused it, the recipient opted out or the spend cap refused it. Inbound: received.' }),
-  body: Type.String({ description: 'The text.' }),
+  body: Nullable(Type.String(), 'The text; null once the message left the queue when its sub-entity (or the organization) is in HIPAA mode (body_withheld).'),
+  body_withheld: Type.Boolean({ description: 'true when body is withheld by HIPAA mode (GET /v1/sub-entities/{id}).' }),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity of the message: its number\'s (from_number when sent, to_number when received); null: none.'),
   encoding: Type.Union([Type.Literal('GSM-7'), Type.Literal('UCS-2')], { description: 'GSM-7 when every character is in the GSM 03.38 alphabet, else UCS-2.' }),
   segments: Type.Integer({ description: 'Segments the body takes (what is charged): 160/153 GSM-7 or 70/67 UCS-2 characters each.' }),
   provider_id: Nullable(Type.String(), 'The carrier\'s id of the message; null until handed over.'),
