@@ -4,6 +4,8 @@ import { mountPage } from './page.ts';
 
 export { Softphone } from './softphone.ts';
 export type { AudioStats, CallState, EndedDetail, ProgressDetail, SoftphoneError, SoftphoneOptions } from './softphone.ts';
+export { IncomingCalls } from './incoming.ts';
+export type { AcceptOptions, IncomingCall, IncomingStopped, ListenError, ListenOptions } from './incoming.ts';
 export { PROTOCOL_VERSION } from './protocol.ts';
 
 const root = typeof document !== 'undefined' ? document.getElementById('softphone-app') : null;

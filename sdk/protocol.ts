@@ -47,6 +47,11 @@ export type ServerEvent =
   | { kind: 'progress'; state: 'ringing' | 'answered' }
   | { kind: 'ended'; summary: EndSummary }
   | { kind: 'error'; requestId: RequestId | null; code: string; message: string }
+  /** Incoming calls (a socket that said hello with a client token): it listens for calls to these numbers. */
+  | { kind: 'listening'; numbers: string[] }
+  | { kind: 'incoming'; callId: string; from: string; to: string; ringTimeoutSeconds: number | null }
+  /** The call stopped ringing here: answered_elsewhere, ended, taken (a late accept) or declined. */
+  | { kind: 'incoming_stopped'; callId: string; reason: string }
   /** A message this SDK does not know (newer servers may add some): ignored. */
   | { kind: 'unknown'; type: string };
 
@@ -99,6 +104,16 @@ export const clientMessages = {
   hangup(): string {
     return JSON.stringify({ type: 'hangup' });
   },
+  /** Listens for incoming calls with a bounded client token (olct_...). */
+  listen(clientToken: string): string {
+    return JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, client_token: clientToken });
+  },
+  accept(callId: string): string {
+    return JSON.stringify({ type: 'accept', call_id: callId });
+  },
+  decline(callId: string): string {
+    return JSON.stringify({ type: 'decline', call_id: callId });
+  },
 };
 
 /** Parses one text frame. Throws ProtocolError on a frame that is not a well-formed message. */
@@ -142,6 +157,13 @@ export function parseServerMessage(text: string): ServerEvent {
           durationSeconds: typeof m.duration_seconds === 'number' ? m.duration_seconds : null,
         },
       };
+    case 'listening':
+      return { kind: 'listening', numbers: arr(m, 'numbers').filter((n) => typeof n === 'string') };
+    case 'incoming':
+      return { kind: 'incoming', callId: str(m, 'call_id'), from: str(m, 'from_number'), to: str(m, 'to_number'),
+        ringTimeoutSeconds: typeof m.ring_timeout_seconds === 'number' ? m.ring_timeout_seconds : null };
+    case 'incoming_stopped':
+      return { kind: 'incoming_stopped', callId: str(m, 'call_id'), reason: typeof m.reason === 'string' ? m.reason : 'ended' };
     case 'error':
       return { kind: 'error', requestId, code: str(m, 'code'), message: typeof m.message === 'string' ? m.message : '' };
     default:

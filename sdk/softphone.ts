@@ -85,10 +85,31 @@ export class Softphone extends EventTarget {
 
   /** Dials: resolves once the signaling socket is open and the ticket is on its way; progress follows as events. */
   async start(): Promise<void> {
-    if (this.currentState !== 'idle') throw new Error(`start() in state ${this.currentState}`);
+    if (this.currentState !== 'idle' || this.incomingCallId !== null) throw new Error(`start() in state ${this.currentState}`);
     this.setState('connecting');
     this.progress('connecting', `connecting to ${this.url}`);
     // The microphone prompt and the socket handshake run side by side.
+    const mic = this.openMicrophone();
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.url);
+    } catch (e) {
+      this.fail({ code: 'connection_failed', message: String((e as Error).message ?? e) });
+      return;
+    }
+    this.wire(ws, mic);
+    await new Promise<void>((resolve) => {
+      ws.onopen = () => {
+        this.progress('signaling', 'signaling connected');
+        ws.send(clientMessages.hello(this.opts.token));
+        resolve();
+      };
+      ws.onerror = () => resolve(); // onclose follows and ends the call
+    });
+  }
+
+  /** The microphone (opts.microphone, else getUserMedia), kept for the call once it opens. */
+  private openMicrophone(): Promise<MediaStreamTrack> {
     const mic = this.opts.microphone
       ? Promise.resolve(this.opts.microphone)
       : navigator.mediaDevices.getUserMedia({ audio: true, video: false }).then((s) => {
@@ -100,13 +121,11 @@ export class Softphone extends EventTarget {
       if (this.isMuted) t.enabled = false;
       if (this.currentState === 'ended' && this.ownsMic) t.stop(); // the call ended while the prompt was open
     }, () => undefined);
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(this.url);
-    } catch (e) {
-      this.fail({ code: 'connection_failed', message: String((e as Error).message ?? e) });
-      return;
-    }
+    return mic;
+  }
+
+  /** The call's socket: its frames drive the call, its close ends it. */
+  private wire(ws: WebSocket, mic: Promise<MediaStreamTrack>) {
     this.ws = ws;
     ws.onmessage = (ev) => { void this.onMessage(ev.data, mic); };
     ws.onclose = (ev) => {
@@ -114,20 +133,45 @@ export class Softphone extends EventTarget {
         this.fail({ code: 'connection_lost', message: `signaling closed (${ev.code}${ev.reason ? ` ${ev.reason}` : ''})` });
       }
     };
-    await new Promise<void>((resolve) => {
-      ws.onopen = () => {
-        this.progress('signaling', 'signaling connected');
-        ws.send(clientMessages.hello(this.opts.token));
-        resolve();
-      };
-      ws.onerror = () => resolve(); // onclose follows and ends the call
-    });
+  }
+
+  /** An incoming call being accepted (IncomingCalls.accept): connecting, the microphone opening, until the server's
+   *  welcome hands this call the listening socket (takeSocket) or says the call stopped ringing (notTaken). */
+  private incomingCallId: string | null = null;
+  private incomingMic: Promise<MediaStreamTrack> | null = null;
+
+  /** @internal IncomingCalls: this Softphone is the call `callId` being accepted. */
+  beginAccept(callId: string): void {
+    this.incomingCallId = callId;
+    this.id = callId;
+    this.setState('connecting');
+    this.progress('accepting', `accepting incoming call ${callId}`);
+    this.incomingMic = this.openMicrophone();
+  }
+
+  /** @internal IncomingCalls: the server's welcome for the accepted call: the socket is this call's from now on. */
+  takeSocket(ws: WebSocket, welcome: string): void {
+    if (this.currentState === 'ended') {
+      // Hung up while the accept was on its way: the call is ours, so it is hung up (the server then closes the socket).
+      if (ws.readyState === WebSocket.OPEN) ws.send(clientMessages.hangup());
+      return;
+    }
+    this.progress('signaling', 'incoming call accepted');
+    this.wire(ws, this.incomingMic!);
+    void this.onMessage(welcome, this.incomingMic!);
+  }
+
+  /** @internal IncomingCalls: the accepted call stopped ringing before it was ours (another browser took it, or it ended). */
+  notTaken(reason: string): void {
+    this.fail(reason === 'answered_elsewhere' || reason === 'taken'
+      ? { code: 'answered_elsewhere', message: 'another browser took the call first' }
+      : { code: 'call_ended', message: `the call stopped ringing (${reason})` });
   }
 
   /** Hangs up and resolves once the call has ended (the server confirmed, or the wait ran out). */
   async hangup(): Promise<void> {
     if (this.currentState === 'ended') return;
-    if (this.currentState === 'idle') return this.finish(null, null);
+    if (this.currentState === 'idle' || !this.ws) return this.finish(null, null);
     this.progress('hangup', 'hanging up');
     if (this.ws?.readyState === WebSocket.OPEN) {
       this.ws.send(clientMessages.hangup());
@@ -195,7 +239,7 @@ export class Softphone extends EventTarget {
             return this.settle(msg.requestId, Object.assign(new Error(msg.message), { code: msg.code }));
           }
           return this.fail({ code: msg.code, message: msg.message });
-        case 'unknown': return;
+        case 'unknown': case 'listening': case 'incoming': case 'incoming_stopped': return;
       }
     } catch (e) {
       const err = e as Error & { code?: string };

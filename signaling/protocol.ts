@@ -7,6 +7,8 @@ export type ClientMessage =
   | { type: 'hangup' }
   // Incoming calls (signaling/incoming.ts): a socket that said hello with a client token takes one of the calls it rang.
   | { type: 'accept'; call_id: string }
+  // ... or stops it ringing on this socket (the call rings on for the others until its timeout).
+  | { type: 'decline'; call_id: string }
   | { type: 'ping'; id?: string | number }
   // Media negotiation (mediasoup-client on the browser), relayed to the media process. Each may carry an `id` that
   // the reply (or an `error` about it) echoes.
@@ -69,7 +71,7 @@ export function parseMessage(text: string): ClientMessage | null {
       const c = typeof m.client_token === 'string' ? 1 : 0;
       return typeof m.v === 'number' && t + r + c === 1 ? m : null;
     }
-    case 'accept': return typeof m.call_id === 'string' && m.call_id.length <= 64 ? m : null;
+    case 'accept': case 'decline': return typeof m.call_id === 'string' && m.call_id.length <= 64 ? m : null;
     case 'hangup': return m;
     case 'ping': return m;
     case 'transport': return m.direction === 'send' || m.direction === 'recv' ? m : null;

@@ -157,6 +157,7 @@ export class Softphone {
     const m = parseMessage(text);
     if (s.state === 'listening') {
       if (m?.type === 'accept') return this.incoming.accept(s, m.call_id);
+      if (m?.type === 'decline') return this.incoming.decline(s, m.call_id);
       if (m?.type === 'ping') return this.send(s, JSON.stringify({ type: 'pong', ...(m.id !== undefined ? { id: m.id } : {}) }));
       return this.fail(s, 'bad_message');
     }
@@ -179,7 +180,7 @@ export class Softphone {
       case 'hangup':
         await this.rt.transition(s.callId!, { type: 'hangup', mode: 'hangup', at: new Date() }, { bestEffort: true });
         return;
-      case 'hello': case 'accept': return this.fail(s, 'bad_message');
+      case 'hello': case 'accept': case 'decline': return this.fail(s, 'bad_message');
       default:
         if (MEDIA_MESSAGES.has(m.type)) return this.relay(s, m);
     }
@@ -205,7 +206,7 @@ export class Softphone {
   }
 
   /** A media message: relayed to the media process, its answer sent back with the request's id. */
-  private async relay(s: Session, m: Exclude<ClientMessage, { type: 'hello' | 'hangup' | 'ping' | 'accept' }>): Promise<void> {
+  private async relay(s: Session, m: Exclude<ClientMessage, { type: 'hello' | 'hangup' | 'ping' | 'accept' | 'decline' }>): Promise<void> {
     const id = m.id;
     const reply = (frame: Record<string, unknown>) => this.send(s, JSON.stringify({ ...frame, ...(id !== undefined ? { id } : {}) }));
     if (!this.media || !s.media) {

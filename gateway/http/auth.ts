@@ -80,11 +80,22 @@ export class Authenticator {
       for (const [secret, e] of this.sessions) {
         if (e.principal.userId === userId) { this.sessions.delete(secret); this.sessionSecrets.delete(e.principal.keyId); }
       }
+      // Client tokens of the user (their principals carry the old role) go too.
+      for (const [minter, tokens] of this.tokensByKeyId) {
+        const some = tokens.values().next().value;
+        const p = some === undefined ? undefined : this.cache.get(some)?.principal;
+        if (p?.userId !== userId) continue;
+        for (const t of tokens) this.cache.delete(t);
+        this.tokensByKeyId.delete(minter);
+      }
       return;
     }
     const secret = this.sessionSecrets.get(subject);
     if (secret !== undefined) this.sessions.delete(secret);
     this.sessionSecrets.delete(subject);
+    // Client tokens minted by the session end with it.
+    for (const t of this.tokensByKeyId.get(subject) ?? []) this.cache.delete(t);
+    this.tokensByKeyId.delete(subject);
   }
 
   /** The principal of a cached, live session named by a Cookie header, without a promise; undefined: look it up. */

@@ -28,8 +28,11 @@ export interface ClientTokenClaims {
   o: string;
   /** issuing user id (the minting key's user), or null */
   u: string | null;
-  /** minting API key id */
+  /** minting credential's id: an API key's, or a console session's when `m` is `session` */
   k: string;
+  /** what minted it: absent for an API key (every token minted before sessions could mint), `session` for a console
+   *  session (POST /v1/client-tokens with the session cookie): its principal then follows the session and its user's role */
+  m?: 'session';
   /** caller IDs the token may use (at least one) */
   f: string[];
   /** destinations it may call; empty: any destination within the minting key's ceiling */

@@ -74,7 +74,8 @@ export async function mintClientToken(db: Db, signer: ClientTokenSigner, p: Prin
   }
 
   const token = signer.sign({
-    o: p.organizationId, u: p.userId, k: p.keyId, f: from, t: to, s: scopes, e: Math.floor(nowMs / 1000) + ttl,
+    o: p.organizationId, u: p.userId, k: p.keyId, ...(p.kind === 'session' ? { m: 'session' as const } : {}), f: from, t: to, s: scopes,
+    e: Math.floor(nowMs / 1000) + ttl,
   });
   return { token, expires_in: ttl, from_numbers: from, to_numbers: to, scopes };
 }

@@ -112,6 +112,36 @@ if (sipSkip) {
     t.ok(b.closed === null, 'the other browser still listens');
   });
 
+  t.test('a browser that listens while a call rings is rung too; decline stops it on that socket only', async (t) => {
+    const a = await listener(await mint());
+    const done = caller({ to: number });
+    const inc = await a.frame('incoming', 30_000);
+    // b starts listening after the ring went out: it is rung for the call already ringing.
+    const b = await listener(await mint());
+    const late = await b.frame('incoming', 10_000);
+    t.match(late, { call_id: inc.call_id, from_number: '+12125550187', to_number: number });
+    t.ok(late.ring_timeout_seconds >= 1 && late.ring_timeout_seconds <= 4, `the ring time left (${late.ring_timeout_seconds} s)`);
+    t.ok(b.types().indexOf('listening') < b.types().indexOf('incoming'), 'listening first, then incoming');
+    b.send({ type: 'decline', call_id: inc.call_id });
+    t.match(await b.frame('incoming_stopped'), { call_id: inc.call_id, reason: 'declined' }, 'declined on b');
+    b.send({ type: 'accept', call_id: inc.call_id });
+    t.match(await b.frame('error'), { code: 'bad_message' }, 'b cannot accept a call it declined');
+    t.ok(b.closed === null, 'b still listens');
+    t.notOk(a.frames.some((f) => f.type === 'incoming_stopped'), 'a still rings');
+    a.send({ type: 'accept', call_id: inc.call_id });
+    t.match(await a.frame('welcome'), { call_id: inc.call_id, path: 'inbound' });
+    await a.frame('answered', 30_000);
+    t.equal(b.frames.filter((f) => f.type === 'incoming_stopped').length, 1, 'b, which declined, hears nothing more of it');
+    a.send({ type: 'hangup' });
+    await a.frame('ended', 30_000);
+    t.equal(finalStatus((await done).log), 200, 'the caller was answered');
+    await endedCall(p, inc.call_id);
+    // A call that stopped ringing before the browser listened does not ring it.
+    const c = await listener(await mint());
+    await new Promise((r) => setTimeout(r, 300));
+    t.notOk(c.frames.some((f) => f.type === 'incoming'), 'an ended call does not ring a new listener');
+  });
+
   t.test('nobody answers within the ring timeout: 480, NO_ANSWER, call_no_answer', async (t) => {
     const a = await listener(await mint());
     const done = caller({ to: number });

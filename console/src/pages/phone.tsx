@@ -2,13 +2,21 @@
 // use the dial pad, call, mute, hang up; a call timer, the live state and live quality from the SDK's getStats().
 // The ticket is minted through the session (POST /v1/webrtc-token: cookie + X-CSRF-Token) and the call runs in the
 // SDK's Softphone (sdk/softphone.ts), loaded on demand: the rest of the console never downloads mediasoup-client.
+// Incoming calls: while the page is open it listens (the SDK's IncomingCalls) for calls to the organization's active
+// numbers whose inbound setting is `softphone`, with client tokens it mints through the session (POST
+// /v1/client-tokens); a ringing call shows a panel (caller, number called, Accept, Decline) announced by a live
+// region; Accept turns it into the same in-call view as a dialed call. Another tab that did not accept stops ringing.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { IncomingCall, IncomingCalls } from '../../../sdk/incoming.ts';
 import type { AudioStats, CallState, EndedDetail, Softphone } from '../../../sdk/softphone.ts';
 import { api, messageOf, type Session } from '../api/client.ts';
 import { ErrorLine, Loading } from '../components.tsx';
 import { BASE, Link, PageTitle } from '../router.tsx';
 
-type PhoneNumber = { phone_number: string; name: string; status: string };
+type PhoneNumber = { phone_number: string; name: string; status: string; inbound?: string };
+
+/** The client token's bound: at most 20 numbers to listen for. */
+const LISTEN_MAX = 20;
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 const PAD = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '+', '0', '#'] as const;
@@ -71,6 +79,12 @@ export function PhonePage({ session }: { session: Session }) {
   const [answeredAt, setAnsweredAt] = useState<number | null>(null);
   const [now, setNow] = useState(Date.now());
   const [stats, setStats] = useState<AudioStats | null>(null);
+  const [direction, setDirection] = useState<'outbound' | 'inbound'>('outbound');
+  const [ringing, setRinging] = useState<IncomingCall[]>([]);
+  const [listeningTo, setListeningTo] = useState<string[]>([]);
+  const [listenError, setListenError] = useState<string | null>(null);
+  const [announce, setAnnounce] = useState('');
+  const listener = useRef<IncomingCalls | null>(null);
   const phone = useRef<Softphone | null>(null);
   const mic = useRef<MediaStreamTrack | null>(null);
   const audio = useRef<HTMLAudioElement>(null);
@@ -91,8 +105,46 @@ export function PhonePage({ session }: { session: Session }) {
   };
   useEffect(() => { void load(); }, []);
 
-  // Leaving the page ends the call (the server sees the socket close) and frees the microphone.
-  useEffect(() => () => { phone.current?.leave(); mic.current?.stop(); }, []);
+  // Leaving the page ends the call (the server sees the socket close), frees the microphone and stops listening.
+  useEffect(() => () => { phone.current?.leave(); mic.current?.stop(); listener.current?.stop(); }, []);
+
+  // Listening for incoming calls to the numbers set to ring softphones (a role without voice:webrtc does not listen).
+  const ringable = (numbers ?? []).filter((n) => n.inbound === undefined || n.inbound === 'softphone').map((n) => n.phone_number).slice(0, LISTEN_MAX);
+  const canListen = session.scopes.includes('voice:webrtc') && session.scopes.includes('tokens:mint');
+  const listenKey = canListen ? ringable.join(',') : '';
+  useEffect(() => {
+    if (!listenKey) return;
+    let gone = false;
+    let l: IncomingCalls | null = null;
+    const mint = async () => {
+      const { data, error, response } = await api.POST('/v1/client-tokens', { body: { from_numbers: listenKey.split(','), ttl_seconds: 3600 } });
+      if (!data) throw new Error(messageOf(error, response));
+      return data.data.token;
+    };
+    void (async () => {
+      const { IncomingCalls } = await import('../../../sdk/incoming.ts');
+      if (gone) return;
+      l = new IncomingCalls({ url: reachable(session.softphone_url), token: mint });
+      listener.current = l;
+      const sync = () => setRinging(l!.ringing);
+      l.addEventListener('listening', (ev) => { setListeningTo((ev as CustomEvent<{ numbers: string[] }>).detail.numbers); setListenError(null); });
+      l.addEventListener('incoming', (ev) => {
+        const c = (ev as CustomEvent<IncomingCall>).detail;
+        setAnnounce(`Incoming call from ${c.from} to ${c.to}`);
+        sync();
+      });
+      l.addEventListener('stopped', (ev) => {
+        const { reason } = (ev as CustomEvent<{ callId: string; reason: string }>).detail;
+        if (reason === 'answered_elsewhere') setAnnounce('The incoming call was answered elsewhere');
+        else if (reason === 'ended') setAnnounce('The incoming call stopped ringing');
+        sync();
+      });
+      l.addEventListener('closed', () => { setListeningTo([]); sync(); });
+      l.addEventListener('error', (ev) => setListenError((ev as CustomEvent<{ message: string }>).detail.message));
+      l.start().catch((e: Error) => setListenError(e.message));
+    })();
+    return () => { gone = true; l?.stop(); if (listener.current === l) listener.current = null; setRinging([]); setListeningTo([]); };
+  }, [listenKey, session.softphone_url]);
 
   const live = state === 'connecting' || state === 'ringing' || state === 'answered';
 
@@ -146,25 +198,64 @@ export function PhonePage({ session }: { session: Session }) {
         return setCallError('The server could not be reached.');
       }
       setCallId(ticket.call_id);
+      setDirection('outbound');
       const { Softphone } = await import('../../../sdk/softphone.ts');
       const p = new Softphone({ url: reachable(session.softphone_url), token: ticket.token, audio: audio.current ?? undefined, microphone: track });
-      phone.current = p;
-      p.setMuted(muted);
-      p.addEventListener('state', (ev) => {
-        const s = (ev as CustomEvent<{ state: CallState }>).detail.state;
-        setState(s);
-        if (s === 'answered') setAnsweredAt(Date.now());
-      });
-      p.addEventListener('ended', (ev) => {
-        setEnded((ev as CustomEvent<EndedDetail>).detail);
-        track.stop();
-        mic.current = null;
-      });
+      follow(p, track);
       await p.start();
     } finally {
       setBusy(false);
     }
   };
+
+  /** The page's view follows a call's Softphone (dialed or accepted). */
+  const follow = (p: Softphone, track: MediaStreamTrack) => {
+    phone.current = p;
+    p.setMuted(muted);
+    setState(p.state);
+    p.addEventListener('state', (ev) => {
+      const s = (ev as CustomEvent<{ state: CallState }>).detail.state;
+      setState(s);
+      if (s === 'answered') setAnsweredAt(Date.now());
+    });
+    p.addEventListener('ended', (ev) => {
+      setEnded((ev as CustomEvent<EndedDetail>).detail);
+      track.stop();
+      mic.current = null;
+    });
+  };
+
+  const acceptCall = async (c: IncomingCall) => {
+    setCallError(null);
+    setBusy(true);
+    try {
+      const track = await openMicrophone();
+      if (typeof track === 'string') return setCallError(track);
+      mic.current = track;
+      track.enabled = !muted;
+      setEnded(null);
+      setStats(null);
+      setAnsweredAt(null);
+      setCallId(c.callId);
+      setDirection('inbound');
+      setTo(c.from);
+      let p: Softphone;
+      try {
+        p = c.accept({ audio: audio.current ?? undefined, microphone: track });
+      } catch (e) {
+        track.stop();
+        mic.current = null;
+        setRinging(listener.current?.ringing ?? []);
+        return setCallError(`The call could not be answered: ${(e as Error).message}.`);
+      }
+      setRinging([]);
+      setAnnounce('');
+      follow(p, track);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const declineCall = (c: IncomingCall) => { c.decline(); setAnnounce(''); };
 
   const hangUp = () => { void phone.current?.hangup(); };
   const toggleMute = () => {
@@ -190,6 +281,26 @@ export function PhonePage({ session }: { session: Session }) {
             appears here once it is ACTIVE.</p>
           <button type="button" class="secondary" onClick={() => void load()}>Check again</button>
         </div>
+      )}
+      <div role="status" aria-live="assertive" class="visually-hidden">{announce}</div>
+      {ringing.length > 0 && (
+        <section class="card incoming" aria-labelledby="incoming-title">
+          <h2 id="incoming-title">Incoming call</h2>
+          <ul class="incoming-calls">
+            {ringing.map((c) => (
+              <li key={c.callId} aria-label={`Call from ${c.from}`}>
+                <dl class="summary">
+                  <dt>Caller</dt><dd class="mono">{c.from}</dd>
+                  <dt>Number called</dt><dd class="mono">{c.to}</dd>
+                </dl>
+                <div class="row actions">
+                  <button type="button" disabled={live || busy} onClick={() => void acceptCall(c)}>Accept</button>
+                  <button type="button" class="secondary" onClick={() => declineCall(c)}>Decline</button>
+                </div>
+              </li>
+            ))}
+          </ul>
+        </section>
       )}
       {numbers && numbers.length > 0 && (
         <div class="phone">
@@ -221,13 +332,21 @@ export function PhonePage({ session }: { session: Session }) {
               <button type="button" class="secondary" aria-pressed={muted ? 'true' : 'false'} onClick={toggleMute}>{muted ? 'Unmute' : 'Mute'}</button>
             </div>
             {callError && <p role="alert" class="error">{callError}</p>}
+            <p class="hint" aria-label="Incoming calls">
+              {!canListen ? 'Your role cannot take calls.'
+                : listeningTo.length ? `Incoming calls to ${listeningTo.join(', ')} ring here.`
+                  : ringable.length ? 'Connecting to ring incoming calls…'
+                    : 'No number is set to ring the browser (Numbers: inbound calls: softphone).'}
+            </p>
+            {listenError && <p class="error">Incoming calls: {listenError}</p>}
           </form>
 
           <section class="card" aria-labelledby="phone-call-title">
             <h2 id="phone-call-title">Call</h2>
             <p role="status" class="call-state">{ended ? endedLine(ended) : STATE_TEXT[state]}</p>
+            {callId && direction === 'inbound' && <p>Incoming call from <span class="mono">{to}</span></p>}
             <p>Call time: <span role="timer" aria-label="Call time">{clock(seconds)}</span></p>
-            {callId && state === 'ended' && <p><Link href={`${BASE}/calls/${callId}`}>View this call</Link></p>}
+            {callId && (state === 'ended' || ended) && <p><Link href={`${BASE}/calls/${callId}`}>View this call</Link></p>}
             <h3>Quality</h3>
             <dl class="summary" aria-label="Call quality">
               <dt>Packets sent</dt><dd data-stat="sent">{stats?.packetsSent ?? 0}</dd>
