@@ -35,6 +35,7 @@ import { usageRoutes } from './routes/usage.ts';
 import { documentRoutes } from './routes/documents.ts';
 import { appointmentRoutes } from './routes/appointments.ts';
 import { subEntityRoutes } from './routes/sub-entities.ts';
+import { taskRoutes } from './routes/tasks.ts';
 import { documentStorage } from '../shared/documents/storage.ts';
 import { callerTrustEnterpriseRoutes } from './routes/caller-trust-enterprise.ts';
 import { callerTrustBrandRoutes } from './routes/caller-trust-brand.ts';
@@ -62,6 +63,7 @@ export const AREAS: Plugin[] = [
   documentRoutes,
   appointmentRoutes,
   subEntityRoutes,
+  taskRoutes,
   numberHealthRoutes,
   numberRegistrationRoutes,
   optimizeRoutes,

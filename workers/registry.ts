@@ -25,6 +25,8 @@ import { textingVetting } from './processors/texting-vetting.ts';
 import { enterpriseVetting } from './processors/enterprise-vetting.ts';
 import { brandReview } from './processors/brand-review.ts';
 import { callerTrustSweeper } from './services/caller-trust-sweeper.ts';
+import { workflowSteps } from './processors/workflow-steps.ts';
+import { workflowCalls } from './services/workflow-calls.ts';
 
 // Every queue processor and background service of the workers process. Add one line per new file.
 export const PROCESSORS: Processor<any>[] = [
@@ -45,6 +47,7 @@ export const PROCESSORS: Processor<any>[] = [
   reputationRefresh,
   reputationRemediation,
   optimizeRollup,
+  workflowSteps,
 ];
 export const SERVICES: Service[] = [
   redisRecovery,
@@ -56,4 +59,5 @@ export const SERVICES: Service[] = [
   smsSendSweeper,
   reputationRefreshSchedule,
   optimizeRollupScheduler,
+  workflowCalls,
 ];

@@ -61,6 +61,10 @@ const TAGS: Record<string, string> = {
     + 'accounts of an agency): phone numbers, calls, contacts and SMS messages belong to one by sub_entity_id (a call and an '
     + 'SMS take their number\'s), and each list filters by it. HIPAA mode per sub-entity (compliance:write only, audited) '
     + 'withholds the content of its calls and its delivered SMS bodies. See docs/reference/sub-entities.md.',
+  Tasks: 'Workflows ("long-horizon tasks", jobs:read / jobs:write): ordered steps (call with a bridge or an agent, SMS '
+    + 'template, wait a duration or until a local time, branch on the previous outcome) run for each contact of a campaign over '
+    + 'hours or days, through the same compliance, guardrail, channel and spend rules as direct calls and SMS; start, pause, '
+    + 'resume, cancel; progress and per-contact history; workflow_contact_completed per finished contact. See docs/reference/workflows.md.',
   'Number Registration': 'Registration of the organization\'s numbers with the call-analytics providers that label calls '
     + '(the Free Caller Registry path carriers\' analytics engines read): per-number status (not_registered, pending, '
     + 'registered, rejected with a reason), bulk submission, and number_registration.status_changed on every change.',

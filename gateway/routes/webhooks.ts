@@ -47,8 +47,8 @@ export const webhookRoutes: Plugin = (routes) => {
         + 'or password, and a host that is or resolves only to globally reachable addresses (no loopback, private or '
         + 'metadata address).' }),
       event_type: Type.String({ minLength: 1, maxLength: 100, description: `The event to deliver, by its exact (case-sensitive) name, one of: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}` }),
-      workflow_id: Type.Optional(Type.String({ maxLength: 200, description: 'Your own workflow reference, echoed back.' })),
-      campaign_id: Type.Optional(Type.String({ maxLength: 200, description: 'Your own campaign reference, echoed back.' })),
+      workflow_id: Type.Optional(Type.String({ maxLength: 200, description: 'Only events of this workflow (a task id of /v1/tasks: workflow_contact_completed carries it); events of no workflow are not delivered.' })),
+      campaign_id: Type.Optional(Type.String({ maxLength: 200, description: 'Only events of this campaign (campaign_id of a task); events of no campaign are not delivered.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: CreatedSubscription }) },
     errors: ['subscription_exists', 'subscription_limit_exceeded'],

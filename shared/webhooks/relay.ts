@@ -23,6 +23,14 @@ export class RedisStateChanged extends Error {
   constructor() { super('Redis lost its state while the batch was relayed; it is relayed again'); }
 }
 
+/** A subscription naming a workflow_id or campaign_id receives only the events of that workflow or campaign (the
+ *  event's data carries the same id; events of no workflow carry none and are not delivered to it). */
+export function ownScope(e: { data: Record<string, unknown> }, s: { workflow_id?: string | null; campaign_id?: string | null }): boolean {
+  if (s.workflow_id != null && e.data?.workflow_id !== s.workflow_id) return false;
+  if (s.campaign_id != null && e.data?.campaign_id !== s.campaign_id) return false;
+  return true;
+}
+
 /** One delivery job per (event, subscription) among `subs` (subscriptions of the event's organization and type).
  *  `matches` narrows which subscriptions an event goes to. */
 export async function deliveryJobsFor<E extends RelayedEvent>(tx: Tx, events: E[], retryScale: number,
@@ -37,7 +45,7 @@ export async function deliveryJobsFor<E extends RelayedEvent>(tx: Tx, events: E[
   }
   const jobs: BulkJob[] = [];
   for (const e of events) {
-    const targets = byPair.get(`${e.organization_id} ${e.event_type}`)?.filter((s) => matches(e, s));
+    const targets = byPair.get(`${e.organization_id} ${e.event_type}`)?.filter((s) => ownScope(e, s) && matches(e, s));
     if (!targets?.length) continue;
     const body = webhookBody(e);
     for (const { id: subscriptionId } of targets) {

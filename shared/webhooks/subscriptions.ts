@@ -157,8 +157,8 @@ export async function subscriptionForDelivery(db: Db, id: string) {
 /** Live subscriptions for a batch of (organization, event type) pairs: the relay's fan-out. */
 export async function matchingSubscriptions(tx: Tx, pairs: { organizationId: string; eventType: string }[]) {
   if (!pairs.length) return [];
-  return tx.any<{ id: string; organization_id: string; event_type: string; created_at: Date }>(
-    `SELECT s.id, s.organization_id, s.event_type, s.created_at FROM webhook_subscriptions s
+  return tx.any<{ id: string; organization_id: string; event_type: string; created_at: Date; workflow_id: string | null; campaign_id: string | null }>(
+    `SELECT s.id, s.organization_id, s.event_type, s.created_at, s.workflow_id, s.campaign_id FROM webhook_subscriptions s
        JOIN unnest($1::uuid[], $2::text[]) AS p(org, et) ON s.organization_id = p.org AND s.event_type = p.et
       WHERE s.status = 'active' AND s.deleted_at IS NULL`,
     [pairs.map((p) => p.organizationId), pairs.map((p) => p.eventType)]);
