@@ -96,7 +96,7 @@ t.test('lists every implemented route with its scope and error responses', async
 t.test('parameters and bodies come from the validation schemas', async (t) => {
   const list = doc.paths['/v1/phone-numbers'].get;
   const names = list.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`).sort();
-  t.same(names, ['query:cursor', 'query:limit', 'query:order']);
+  t.same(names, ['query:cursor', 'query:limit', 'query:order', 'query:sub_entity_id']);
   const limit = list.parameters.find((p: { name: string }) => p.name === 'limit');
   t.same([limit.schema.minimum, limit.schema.maximum, limit.schema.default], [1, 100, 20]);
   const notes = doc.paths['/v1/test/things/{id}/notes'].post;
