@@ -5,8 +5,9 @@ import {
   createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
   type CreatedSubscription as CreatedRow,
 } from '../../shared/webhooks/subscriptions.ts';
+import { sendTestEvent, type TestDelivery } from '../../shared/webhooks/test-event.ts';
 import {
-  AttemptResponse, attemptView, CreatedSubscriptionResponse, SubscriptionResponse, subscriptionView,
+  AttemptResponse, attemptView, CreatedSubscriptionResponse, SubscriptionResponse, subscriptionView, TestDeliveryResponse,
 } from '../../shared/webhooks/views.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta } from './schemas.ts';
@@ -115,6 +116,34 @@ export const webhookRoutes: Plugin = (routes) => {
       const reply = (data: Static<typeof SubscriptionResponse>) => ({ status: 200, body: { data } });
       return reply(await enableSubscription(ctx.deps.db, ctx.principal.organizationId, ctx.params.id,
         ctx.deps.config.webhookAllowInsecure, ctx.idempotent(reply)));
+    },
+  });
+
+  routes.add({
+    method: 'POST', path: '/api/v1/webhook_subscriptions/{id}/test', scope: 'webhooks:write', tag: 'Webhooks',
+    summary: 'Send a test event',
+    description: 'Queues one delivery of a test event to this subscription\'s URL, through the same path as every event: '
+      + 'signed with the subscription\'s secret (Standard Webhooks headers), retried on the same schedule when the receiver '
+      + 'fails, and logged in the attempt log (GET .../deliveries, filter with webhook_id). The body is the usual envelope '
+      + 'with event_type webhook.test and data.test true, so a receiver can tell it from real events; it is sent to this '
+      + 'subscription only, whatever its event_type, workflow_id or campaign_id. A disabled subscription answers '
+      + 'state_conflict (re-enable it first). Answers 202: the delivery happens within seconds.',
+    examples: {
+      response: { data: {
+        webhook_id: 'msg_Zp4kW9sQ2xV7nB3mLc8Rt1yHd0e', event_id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a61', event_type: 'webhook.test',
+        subscription_id: SUB_EXAMPLE.id,
+        payload: { id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a61', event_type: 'webhook.test', occurred_at: '2026-11-20T15:12:00.000Z',
+          data: { test: true, subscription_id: SUB_EXAMPLE.id, subscribed_event_type: 'call_completed',
+            message: 'A test event from openline: deliveries of call_completed to this URL are signed with this subscription\'s secret.' } },
+      } },
+    },
+    params: IdParams,
+    response: { status: 202, schema: Type.Object({ data: TestDeliveryResponse }) },
+    errors: ['state_conflict'],
+    handler: async (ctx) => {
+      const reply = (data: TestDelivery) => ({ status: 202, body: { data } });
+      return reply(await sendTestEvent(ctx.deps.db, ctx.deps.queues, ctx.principal.organizationId, ctx.params.id,
+        ctx.deps.config.webhookRetryScale, ctx.idempotent(reply)));
     },
   });
 
