@@ -151,17 +151,24 @@ export const webhookRoutes: Plugin = (routes) => {
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}/deliveries', scope: 'webhooks:read', tag: 'Webhooks',
     summary: 'List delivery attempts',
     description: 'Lists the attempt log of the subscription, newest first, optionally of one delivery (webhook_id): '
-      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due. Readable also '
+      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due; with call_id, only '
+      + 'the attempts of the events that call caused (new_call, call_completed, the disposition events, phone_call.ended). Readable also '
       + 'after the subscription was deleted; kept EVENTS_RETENTION_DAYS (30 by default). Read-only.',
     examples: { response: { data: [ATTEMPT_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     params: IdParams,
-    query: Type.Object({ ...PageQuery, webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })) },
-      { additionalProperties: false }),
+    query: Type.Object({
+      ...PageQuery,
+      webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })),
+      call_id: Type.Optional(Type.String({ format: 'uuid', description: 'Only the attempts of the events of this call (a call id of /v1/calls).',
+        examples: ['0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98'] })),
+    }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt, { description: 'The attempts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, params, query }) => {
-      const page = deps.cursors.params('webhook_deliveries', query);
-      const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, query.webhook_id);
-      const out = deps.cursors.page('webhook_deliveries', page, rows, (r) => r.id, total);
+      const { webhook_id, call_id, ...pq } = query;
+      const list = call_id ? `webhook_deliveries:call:${call_id}` : 'webhook_deliveries';
+      const page = deps.cursors.params(list, pq);
+      const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, webhook_id, call_id);
+      const out = deps.cursors.page(list, page, rows, (r) => r.id, total);
       return { status: 200, body: { data: out.data.map(attemptView), meta: out.meta } };
     },
   });

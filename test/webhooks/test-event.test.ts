@@ -98,3 +98,40 @@ t.test('an Idempotency-Key replays the first answer and sends one event', async 
   t.same(new Set(rx.unique('/test-idem').map((q) => q.webhookId)), new Set([a.body.data.webhook_id, c.body.data.webhook_id]),
     'two deliveries: the replay sent none');
 });
+
+t.test('deliveries?call_id= lists only the attempts of the events of that call, in one organization', async (t) => {
+  const { recordEvent, wakeRelay } = await import('../../shared/events/outbox.ts');
+  const org = await env.bootstrap();
+  const sub = await subscribe(env, org.api_key, rx.url('/by-call'), 'call_completed');
+  const callA = '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c01';
+  const callB = '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c02';
+  const emitFor = (id: string) => env.db.tx((tx) => recordEvent(tx, { organizationId: org.organization_id, eventType: 'call_completed', data: { id } }));
+  const [a, b] = [await emitFor(callA), await emitFor(callB)];
+  wakeRelay(env.db);
+  await rx.waitForCount(2, { path: '/by-call', unique: true });
+  const q = (key: string, call: string) => env.request('GET', `/api/v1/webhook_subscriptions/${sub.id}/deliveries?call_id=${call}`, { key });
+  const onlyA = await eventually(async () => {
+    const r = await q(org.api_key, callA);
+    return r.body.data?.length ? r : undefined;
+  });
+  t.equal(onlyA.status, 200);
+  t.same(onlyA.body.data.map((x: { event_id: string }) => x.event_id), [a], 'only the event of call A');
+  t.equal(onlyA.body.meta.total_results, 1);
+  t.same((await q(org.api_key, callB)).body.data.map((x: { event_id: string }) => x.event_id), [b]);
+  t.same((await q(org.api_key, '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c03')).body.data, [], 'a call without events: none');
+  const bad = await q(org.api_key, 'not-a-uuid');
+  t.equal(bad.status, 400);
+  t.match(bad.body.error, { code: 'validation_error', fields: { call_id: /.+/ } });
+  const other = await env.bootstrap();
+  t.equal((await q(other.api_key, callA)).status, 404, 'another organization: not_found');
+  // The filter's subquery matches the partial index's predicate (with sequential scans off, the planner picks it).
+  const plan = await env.db.task(async (q) => {
+    await q.none('SET enable_seqscan = off');
+    const rows = await q.any(`EXPLAIN SELECT id FROM events WHERE organization_id = $1 AND data->>'id' = $2
+      AND event_type IN ('new_call', 'call_completed', 'call_no_answer', 'call_voicemail', 'call_busy', 'call_failed', 'phone_call.ended')`,
+    [org.organization_id, callA]);
+    await q.none('RESET enable_seqscan');
+    return JSON.stringify(rows);
+  });
+  t.match(plan, /events_call_id/, 'the index serves the filter');
+});
