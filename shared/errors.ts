@@ -218,7 +218,7 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 
 /** The resources whose illegal state changes answer state_conflict (fields.entity). */
 export type StateEntity = 'optimize_test' | 'contact_consent' | 'contact_opt_out' | 'enterprise_registration' | 'brand'
-  | 'texting_registration' | 'number_health_session' | 'appointment' | 'sub_entity' | 'task';
+  | 'texting_registration' | 'number_health_session' | 'appointment' | 'sub_entity' | 'task' | 'webhook_subscription';
 
 /** An illegal state change: the one code for every resource, with the resource and its current status in fields. */
 export const stateConflict = (entity: StateEntity, status: string, message: string,

@@ -5,8 +5,9 @@ import {
   createSubscription, deleteSubscription, enableSubscription, getSubscription, listAttempts, listSubscriptions,
   type CreatedSubscription as CreatedRow,
 } from '../../shared/webhooks/subscriptions.ts';
+import { sendTestEvent, type TestDelivery } from '../../shared/webhooks/test-event.ts';
 import {
-  AttemptResponse, attemptView, CreatedSubscriptionResponse, SubscriptionResponse, subscriptionView,
+  AttemptResponse, attemptView, CreatedSubscriptionResponse, SubscriptionResponse, subscriptionView, TestDeliveryResponse,
 } from '../../shared/webhooks/views.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { ListMeta } from './schemas.ts';
@@ -119,20 +120,55 @@ export const webhookRoutes: Plugin = (routes) => {
   });
 
   routes.add({
+    method: 'POST', path: '/api/v1/webhook_subscriptions/{id}/test', scope: 'webhooks:write', tag: 'Webhooks',
+    summary: 'Send a test event',
+    description: 'Queues one delivery of a test event to this subscription\'s URL, through the same path as every event: '
+      + 'signed with the subscription\'s secret (Standard Webhooks headers), retried on the same schedule when the receiver '
+      + 'fails, and logged in the attempt log (GET .../deliveries, filter with webhook_id). The body is the usual envelope '
+      + 'with event_type webhook.test and data.test true, so a receiver can tell it from real events; it is sent to this '
+      + 'subscription only, whatever its event_type, workflow_id or campaign_id. A disabled subscription answers '
+      + 'state_conflict (re-enable it first). Answers 202: the delivery happens within seconds.',
+    examples: {
+      response: { data: {
+        webhook_id: 'msg_Zp4kW9sQ2xV7nB3mLc8Rt1yHd0e', event_id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a61', event_type: 'webhook.test',
+        subscription_id: SUB_EXAMPLE.id,
+        payload: { id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a61', event_type: 'webhook.test', occurred_at: '2026-11-20T15:12:00.000Z',
+          data: { test: true, subscription_id: SUB_EXAMPLE.id, subscribed_event_type: 'call_completed',
+            message: 'A test event from openline: deliveries of call_completed to this URL are signed with this subscription\'s secret.' } },
+      } },
+    },
+    params: IdParams,
+    response: { status: 202, schema: Type.Object({ data: TestDeliveryResponse }) },
+    errors: ['state_conflict'],
+    handler: async (ctx) => {
+      const reply = (data: TestDelivery) => ({ status: 202, body: { data } });
+      return reply(await sendTestEvent(ctx.deps.db, ctx.deps.queues, ctx.principal.organizationId, ctx.params.id,
+        ctx.deps.config.webhookRetryScale, ctx.idempotent(reply)));
+    },
+  });
+
+  routes.add({
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}/deliveries', scope: 'webhooks:read', tag: 'Webhooks',
     summary: 'List delivery attempts',
     description: 'Lists the attempt log of the subscription, newest first, optionally of one delivery (webhook_id): '
-      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due. Readable also '
+      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due; with call_id, only '
+      + 'the attempts of the events that call caused (new_call, call_completed, the disposition events, phone_call.ended). Readable also '
       + 'after the subscription was deleted; kept EVENTS_RETENTION_DAYS (30 by default). Read-only.',
     examples: { response: { data: [ATTEMPT_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },
     params: IdParams,
-    query: Type.Object({ ...PageQuery, webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })) },
-      { additionalProperties: false }),
+    query: Type.Object({
+      ...PageQuery,
+      webhook_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only the attempts of one delivery' })),
+      call_id: Type.Optional(Type.String({ format: 'uuid', description: 'Only the attempts of the events of this call (a call id of /v1/calls).',
+        examples: ['0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98'] })),
+    }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(DeliveryAttempt, { description: 'The attempts, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, params, query }) => {
-      const page = deps.cursors.params('webhook_deliveries', query);
-      const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, query.webhook_id);
-      const out = deps.cursors.page('webhook_deliveries', page, rows, (r) => r.id, total);
+      const { webhook_id, call_id, ...pq } = query;
+      const list = call_id ? `webhook_deliveries:call:${call_id}` : 'webhook_deliveries';
+      const page = deps.cursors.params(list, pq);
+      const { rows, total } = await listAttempts(deps.db, principal.organizationId, params.id, page, webhook_id, call_id);
+      const out = deps.cursors.page(list, page, rows, (r) => r.id, total);
       return { status: 200, body: { data: out.data.map(attemptView), meta: out.meta } };
     },
   });

@@ -167,18 +167,24 @@ export async function matchingSubscriptions(tx: Tx, pairs: { organizationId: str
 /** A logged delivery attempt as read back (the row written from a NewAttempt). */
 export type AttemptRow = Omit<NewAttempt, 'organization_id'> & { id: number };
 
-/** Every delivery attempt to one of the organization's subscriptions (deleted ones too), newest first. */
-export async function listAttempts(db: Db, organizationId: string, subscriptionId: string, p: PageParams, webhookId?: string) {
+/** The events a call writes, whose data.id is the call's id (the predicate of migration 035's index, verbatim). */
+export const CALL_EVENT_TYPES = ['new_call', 'call_completed', 'call_no_answer', 'call_voicemail', 'call_busy', 'call_failed', 'phone_call.ended'];
+const CALL_EVENT_TYPES_SQL = `event_type IN (${CALL_EVENT_TYPES.map((t) => `'${t}'`).join(', ')})`;
+
+/** Every delivery attempt to one of the organization's subscriptions (deleted ones too), newest first; optionally
+ *  of one delivery (webhookId) and/or of the events of one call (callId). */
+export async function listAttempts(db: Db, organizationId: string, subscriptionId: string, p: PageParams, webhookId?: string,
+  callId?: string) {
   return db.task(async (t) => {
     const sub = await t.oneOrNone('SELECT 1 FROM webhook_subscriptions WHERE id = $1 AND organization_id = $2',
       [subscriptionId, organizationId]);
     if (!sub) throw notFound('Webhook subscription');
-    const k = keysetClause('id', p, 3);
-    const filter = 'subscription_id = $1 AND ($2::text IS NULL OR webhook_id = $2)';
-    const rows = await t.any<AttemptRow>(`SELECT * FROM webhook_delivery_attempts WHERE ${filter}${k.where}${k.tail}`,
-      [subscriptionId, webhookId ?? null, ...k.values]);
-    const { n } = await t.one(`SELECT count(*)::int AS n FROM webhook_delivery_attempts WHERE ${filter}`,
-      [subscriptionId, webhookId ?? null]);
+    const k = keysetClause('id', p, 5);
+    const filter = 'subscription_id = $1 AND ($2::text IS NULL OR webhook_id = $2) AND ($3::text IS NULL OR event_id IN ('
+      + `SELECT id FROM events WHERE organization_id = $4 AND data->>'id' = $3 AND ${CALL_EVENT_TYPES_SQL}))`;
+    const args = [subscriptionId, webhookId ?? null, callId ?? null, organizationId];
+    const rows = await t.any<AttemptRow>(`SELECT * FROM webhook_delivery_attempts WHERE ${filter}${k.where}${k.tail}`, [...args, ...k.values]);
+    const { n } = await t.one(`SELECT count(*)::int AS n FROM webhook_delivery_attempts WHERE ${filter}`, args);
     return { rows, total: n as number };
   });
 }

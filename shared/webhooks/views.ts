@@ -35,6 +35,15 @@ export const AttemptResponse = Type.Object({
   next_attempt_at: Nullable(Type.String({ format: 'date-time' }), 'When the next attempt is due; null when none is.'),
 }, { description: 'One delivery attempt.' });
 
+export const TestDeliveryResponse = Type.Object({
+  webhook_id: Type.String({ description: 'The delivery id (the webhook-id header); find its attempts with GET .../deliveries?webhook_id=.' }),
+  event_id: Type.String({ format: 'uuid', description: 'The test event\'s id (the body\'s id).' }),
+  event_type: Type.Literal('webhook.test', { description: 'Always webhook.test: never a real event type, so a receiver can tell it apart.' }),
+  subscription_id: Type.String({ description: 'The subscription it is delivered to.' }),
+  payload: Type.Object({}, { additionalProperties: true,
+    description: 'The exact JSON body the receiver gets: {id, event_type: "webhook.test", occurred_at, data: {test: true, subscription_id, subscribed_event_type, message}}.' }),
+}, { description: 'A test delivery, queued.' });
+
 /** The API shape of a subscription; the secret only appears in the creation response. */
 export function subscriptionView(r: SubscriptionRow): Static<typeof SubscriptionResponse> {
   return {

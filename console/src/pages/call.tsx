@@ -1,8 +1,9 @@
 // One call: its summary, the timeline of its states with times (from the record's timestamps and its legs'), the
 // legs, cost, the recording when there is one, and the transcript. Live: each change of the call on the call stream
-// (GET /v1/calls/stream) reads it again, so its status, timeline and legs move without a reload.
+// (GET /v1/calls/stream) reads it again, so its status, timeline and legs move without a reload. With webhooks:read,
+// the webhook deliveries the call caused: each call-event subscription's attempts filtered by call_id.
 import { useEffect, useState } from 'preact/hooks';
-import { api, messageOf, type Call, type Session, type Transcript } from '../api/client.ts';
+import { api, messageOf, type Call, type DeliveryAttempt, type Session, type Subscription, type Transcript } from '../api/client.ts';
 import { ErrorLine, Loading, TableWrap } from '../components.tsx';
 import { LiveIndicator, useCallStream } from '../live.tsx';
 import { dateTime, money, seconds } from '../format.ts';
@@ -106,6 +107,7 @@ export function CallPage({ session, id }: { session: Session; id: string }) {
                 ? <audio controls preload="none" src={call.recording_url} aria-label="Call recording" />
                 : <p class="empty">{call.recording_url === undefined ? 'Your role cannot listen to recordings.' : 'This call has no recording.'}</p>}
             </section>
+            {session.scopes.includes('webhooks:read') && <CallDeliveries callId={call.id} refresh={call.status} />}
             <section aria-labelledby="transcript-heading">
               <h2 id="transcript-heading">Transcript</h2>
               {!canTranscript ? <p class="empty">Your role cannot read transcripts.</p>
@@ -123,5 +125,66 @@ export function CallPage({ session, id }: { session: Session; id: string }) {
           </>
         )}
     </>
+  );
+}
+
+/** The subscription event types whose events are a call's (their data.id is the call id). */
+const CALL_EVENT_TYPES = new Set(['new_call', 'call_completed', 'call_no_answer', 'call_voicemail', 'call_busy', 'call_failed', 'phone_call.ended']);
+
+/** Every delivery attempt of the call's events, to every call-event subscription (newest first). */
+function CallDeliveries({ callId, refresh }: { callId: string; refresh: string }) {
+  const [rows, setRows] = useState<{ sub: Subscription; a: DeliveryAttempt }[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = async () => {
+    setError(null);
+    try {
+      const subs = await api.GET('/api/v1/webhook_subscriptions', { params: { query: { limit: 100 } } });
+      if (!subs.data) return setError(messageOf(subs.error, subs.response));
+      const mine = subs.data.data.filter((s) => CALL_EVENT_TYPES.has(s.event_type));
+      const lists = await Promise.all(mine.map(async (sub) => {
+        const r = await api.GET('/api/v1/webhook_subscriptions/{id}/deliveries', { params: { path: { id: sub.id }, query: { call_id: callId, limit: 100 } } });
+        if (!r.data) throw new Error(messageOf(r.error, r.response));
+        return r.data.data.map((a) => ({ sub, a }));
+      }));
+      setRows(lists.flat().sort((x, y) => Date.parse(y.a.attempted_at) - Date.parse(x.a.attempted_at)));
+    } catch (e) {
+      setError(e instanceof Error && e.message ? e.message : 'The server could not be reached.');
+    }
+  };
+  useEffect(() => { void load(); }, [callId, refresh]);
+  return (
+    <section aria-labelledby="call-deliveries-heading">
+      <div class="heading-row">
+        <h2 id="call-deliveries-heading">Webhook deliveries</h2>
+        <button type="button" class="secondary small" onClick={() => void load()}>Refresh webhook deliveries</button>
+      </div>
+      {error ? <ErrorLine message={`The webhook deliveries could not be loaded: ${error}`} retry={() => void load()} />
+        : !rows ? <Loading what="webhook deliveries" />
+        : rows.length === 0 ? <p class="empty">No webhook delivery for this call. Subscribe a URL to call events (new_call, call_completed, …) on the <Link href="/webhooks">Webhooks</Link> page.</p>
+        : (
+          <TableWrap label="Webhook deliveries of this call">
+            <table aria-label="Webhook deliveries of this call">
+              <thead>
+                <tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">URL</th><th scope="col">Attempt</th>
+                  <th scope="col">Outcome</th><th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th></tr>
+              </thead>
+              <tbody>
+                {rows.map(({ sub, a }) => (
+                  <tr key={a.id}>
+                    <td>{dateTime(a.attempted_at)}</td>
+                    <td><code>{a.event_type}</code></td>
+                    <td class="url">{sub.webhook_url}</td>
+                    <td>{a.attempt}</td>
+                    <td>{a.outcome}</td>
+                    <td>{a.response_status ?? '—'}</td>
+                    <td>{a.latency_ms} ms</td>
+                    <td>{a.error ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+        )}
+    </section>
   );
 }

@@ -1,10 +1,13 @@
 // Numbers: the organization's numbers (GET /v1/phone-numbers, cursor paging) with their settings; with
 // phone_numbers:write, each number's name, caller name (CNAM) and inbound routing are changed in a dialog
 // (PATCH /v1/phone-numbers/{id}, only the fields changed), and a sandbox number is bought after a search
-// (GET /v1/phone-numbers/available, POST /v1/phone-numbers). Without the scope there is nothing to change or buy.
+// (GET /v1/phone-numbers/available, POST /v1/phone-numbers), and a number is released after a confirmation
+// (DELETE /v1/phone-numbers/{id}). Without the scope there is nothing to change, buy or release.
+// With caller_trust:read each number also shows its Number Health state with the reasons (GET
+// /v1/number-health/numbers) and the Number Sets it belongs to (GET /v1/number-health/sets, for their names).
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, messageOf, type AvailableNumber, type PhoneNumber, type Session } from '../api/client.ts';
-import { ErrorLine, Loading, TableWrap, useSubmit } from '../components.tsx';
+import { api, messageOf, type AvailableNumber, type FleetItem, type NumberSet, type PhoneNumber, type Session } from '../api/client.ts';
+import { Confirm, ErrorLine, Loading, TableWrap, useSubmit } from '../components.tsx';
 import { dateTime } from '../format.ts';
 import { PageTitle } from '../router.tsx';
 
@@ -12,6 +15,19 @@ const PAGE_SIZE = 25;
 /** The sandbox inventory's area codes (GET /v1/phone-numbers/available's description). */
 const AREA_CODES = ['415', '212', '312', '206', '617', '512', '303', '404', '305', '702'];
 const INBOUND_LABEL: Record<string, string> = { softphone: 'Ring softphones', reject: 'Reject' };
+/** Number Health's evidence states in words (docs/reference/number-health.md). */
+const EVIDENCE_LABEL: Record<string, string> = {
+  CLEAN_OBSERVED: 'Clean (observed)', NEEDS_DATA: 'Needs data', WATCH: 'Watch', FLAGGED: 'Flagged',
+  SETUP_INCOMPLETE: 'Setup incomplete', RETIRED: 'Retired',
+};
+const ACTION_LABEL: Record<string, string> = {
+  COMPLETE_SETUP: 'complete its setup', REQUEST_REMEDIATION: 'request remediation', MONITOR: 'keep monitoring',
+  FRESH_CHECK: 'a fresh (paid) provider check', RUN_SPAM_TEST: 'run a spam-test session',
+};
+/** Health evidence is read for at most this many numbers at once (the fleet list's largest page). */
+const FLEET_LIMIT = 100;
+
+interface Health { fleet: Map<number, FleetItem>; sets: Map<string, string> }
 
 /** The error envelope's message with its fields, for forms. */
 export function detailOf(err: unknown, response?: Response): string {
@@ -28,7 +44,32 @@ export function NumbersPage({ session }: { session: Session }) {
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<PhoneNumber | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [releasing, setReleasing] = useState<PhoneNumber | null>(null);
+  const [releaseBusy, setReleaseBusy] = useState(false);
+  const [health, setHealth] = useState<Health | null>(null);
+  const [healthError, setHealthError] = useState<string | null>(null);
+  const canHealth = session.scopes.includes('caller_trust:read');
   const cursor = cursors[cursors.length - 1];
+
+  /** Number Health evidence and set names for the numbers shown (not fatal: the numbers show without them). */
+  const loadHealth = async () => {
+    if (!canHealth) return;
+    setHealthError(null);
+    try {
+      const [fleet, sets] = await Promise.all([
+        api.GET('/v1/number-health/numbers', { params: { query: { limit: FLEET_LIMIT } } }),
+        api.GET('/v1/number-health/sets', { params: { query: { limit: FLEET_LIMIT } } }),
+      ]);
+      if (!fleet.data) return setHealthError(messageOf(fleet.error, fleet.response));
+      if (!sets.data) return setHealthError(messageOf(sets.error, sets.response));
+      setHealth({
+        fleet: new Map(fleet.data.data.map((f) => [f.phone_id, f])),
+        sets: new Map(sets.data.data.map((x: NumberSet) => [x.id, x.name])),
+      });
+    } catch {
+      setHealthError('The server could not be reached.');
+    }
+  };
 
   const load = async () => {
     setError(null);
@@ -42,7 +83,18 @@ export function NumbersPage({ session }: { session: Session }) {
       setError('The server could not be reached.');
     }
   };
-  useEffect(() => { setNumbers(null); void load(); }, [cursor]);
+  useEffect(() => { setNumbers(null); void load(); void loadHealth(); }, [cursor]);
+
+  const release = async (n: PhoneNumber) => {
+    setReleaseBusy(true);
+    const { data, error: err, response } = await api.DELETE('/v1/phone-numbers/{id}', { params: { path: { id: n.id } } })
+      .catch(() => ({ data: undefined, error: undefined, response: undefined }));
+    setReleaseBusy(false);
+    setReleasing(null);
+    if (!data) return setNotice(`Could not release ${n.phone_number}: ${detailOf(err, response)}`);
+    setNumbers((ns) => ns && ns.map((x) => (x.id === n.id ? { ...x, status: data.data.status, is_active: data.data.is_active } : x)));
+    setNotice(`Released ${n.phone_number}: it places no more calls; its record stays here as history.`);
+  };
 
   const saved = (n: PhoneNumber) => {
     setEditing(null);
@@ -59,8 +111,9 @@ export function NumbersPage({ session }: { session: Session }) {
       <section aria-labelledby="numbers-heading">
         <div class="heading-row">
           <h2 id="numbers-heading">Your numbers{total !== null ? ` (${total})` : ''}</h2>
-          <button type="button" class="secondary small" onClick={() => void load()}>Refresh</button>
+          <button type="button" class="secondary small" onClick={() => { void load(); void loadHealth(); }}>Refresh</button>
         </div>
+        {healthError && <ErrorLine message={`Number Health could not be loaded: ${healthError}`} retry={() => void loadHealth()} />}
         {error ? <ErrorLine message={`The numbers could not be loaded: ${error}`} retry={() => void load()} />
           : !numbers ? <Loading what="numbers" />
           : numbers.length === 0 ? <p class="empty">No numbers yet.{canWrite ? ' Buy one above to place calls from it.' : ' An owner, admin or developer of your organization can buy one.'}</p>
@@ -69,7 +122,9 @@ export function NumbersPage({ session }: { session: Session }) {
               <table aria-label="Phone numbers">
                 <thead>
                   <tr><th scope="col">Number</th><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Inbound calls</th>
-                    <th scope="col">Caller name (CNAM)</th><th scope="col">Source</th><th scope="col">Acquired</th>
+                    <th scope="col">Caller name (CNAM)</th>
+                    {canHealth && <><th scope="col">Number Health</th><th scope="col">Number Sets</th></>}
+                    <th scope="col">Source</th><th scope="col">Acquired</th>
                     {canWrite && <th scope="col"><span class="visually-hidden">Actions</span></th>}</tr>
                 </thead>
                 <tbody>
@@ -80,10 +135,16 @@ export function NumbersPage({ session }: { session: Session }) {
                       <td><span class={`status s-${n.status.toLowerCase()}`}>{n.status}</span></td>
                       <td>{INBOUND_LABEL[n.inbound] ?? n.inbound}</td>
                       <td>{n.cnam_display_name || '—'} <span class="hint">({n.cnam_status}{n.cnam_rejection_reason ? `: ${n.cnam_rejection_reason}` : ''})</span></td>
+                      {canHealth && <NumberHealthCells item={health?.fleet.get(n.id)} sets={health?.sets} loaded={health !== null} />}
                       <td>{n.source}</td>
                       <td>{dateTime(n.created_at)}</td>
                       {canWrite && (
-                        <td><button type="button" class="secondary small" aria-label={`Settings of ${n.phone_number}`} onClick={() => { setNotice(null); setEditing(n); }}>Settings</button></td>
+                        <td class="row-actions">
+                          <button type="button" class="secondary small" aria-label={`Settings of ${n.phone_number}`} onClick={() => { setNotice(null); setEditing(n); }}>Settings</button>
+                          {n.status !== 'RELEASED' && (
+                            <button type="button" class="danger small" aria-label={`Release ${n.phone_number}`} onClick={() => { setNotice(null); setReleasing(n); }}>Release</button>
+                          )}
+                        </td>
                       )}
                     </tr>
                   ))}
@@ -98,6 +159,38 @@ export function NumbersPage({ session }: { session: Session }) {
         </nav>
       </section>
       {editing && <NumberSettings number={editing} onSaved={saved} onCancel={() => setEditing(null)} />}
+      {releasing && (
+        <Confirm title={`Release ${releasing.phone_number}?`} confirmLabel="Release number" busy={releaseBusy}
+          onConfirm={() => void release(releasing)} onCancel={() => setReleasing(null)}>
+          <p>The number is given back: it places no more calls, calls still queued with it as caller ID are canceled, and
+            its registrations are withdrawn. This cannot be undone; the number may not be available to buy again.</p>
+        </Confirm>
+      )}
+    </>
+  );
+}
+
+/** A number's Number Health state with its reasons, and the Number Sets it belongs to (with role and state). */
+function NumberHealthCells({ item, sets, loaded }: { item?: FleetItem; sets?: Map<string, string>; loaded: boolean }) {
+  if (!loaded) return <><td class="hint">…</td><td class="hint">…</td></>;
+  if (!item) return <><td class="hint">No evidence yet</td><td>—</td></>;
+  const reasons = [item.health_warning, item.identity.missing.length ? `Identity missing: ${item.identity.missing.join(', ')}` : null].filter(Boolean);
+  return (
+    <>
+      <td>
+        <span class={`status h-${item.evidence_state.toLowerCase()}`}>{EVIDENCE_LABEL[item.evidence_state] ?? item.evidence_state}</span>
+        {reasons.map((r) => <p key={r} class="hint">{r}</p>)}
+        {item.recommended_action !== 'NONE' && <p class="hint">Next: {ACTION_LABEL[item.recommended_action] ?? item.recommended_action}</p>}
+      </td>
+      <td>
+        {item.set_memberships.length === 0 ? '—' : (
+          <ul class="plain">
+            {item.set_memberships.map((m) => (
+              <li key={m.number_set_id}>{sets?.get(m.number_set_id) ?? m.number_set_id} <span class="hint">({m.role.toLowerCase()}, {m.state.toLowerCase()})</span></li>
+            ))}
+          </ul>
+        )}
+      </td>
     </>
   );
 }

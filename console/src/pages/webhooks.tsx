@@ -1,6 +1,6 @@
 // Webhooks: the organization's subscriptions (GET /api/v1/webhook_subscriptions), and with webhooks:write a new one
 // per event checked for a URL (the API subscribes one URL to one event type; each subscription has its own signing
-// secret, shown once), delete after a confirmation, re-enable a disabled one. The delivery attempts of a
+// secret, shown once), delete after a confirmation, re-enable a disabled one, send a test event to an active one (POST .../{id}/test). The delivery attempts of a
 // subscription (GET .../{id}/deliveries): when, which event, attempt, outcome, the receiver's status code, latency,
 // error and the next retry.
 import { useEffect, useState } from 'preact/hooks';
@@ -23,6 +23,8 @@ export function WebhooksPage({ session }: { session: Session }) {
   const [deleting, setDeleting] = useState<Subscription | null>(null);
   const [deleteBusy, setDeleteBusy] = useState(false);
   const [shown, setShown] = useState<Subscription | null>(null);
+  const [reloads, setReloads] = useState(0);
+  const [testing, setTesting] = useState<string | null>(null);
 
   const load = async (cursor?: string) => {
     setError(null);
@@ -55,6 +57,18 @@ export function WebhooksPage({ session }: { session: Session }) {
     if (!data) return setNotice(`Could not re-enable the subscription: ${detailOf(err, response)}`);
     setNotice(`Re-enabled the subscription of ${s.webhook_url} to ${s.event_type}.`);
     setSubs((xs) => xs && xs.map((x) => (x.id === s.id ? data.data : x)));
+  };
+
+  /** POST .../test: one signed webhook.test delivery to this subscription; its attempts are then shown. */
+  const sendTest = async (s: Subscription) => {
+    setTesting(s.id);
+    const { data, error: err, response } = await api.POST('/api/v1/webhook_subscriptions/{id}/test', { params: { path: { id: s.id } } })
+      .catch(() => ({ data: undefined, error: undefined, response: undefined }));
+    setTesting(null);
+    if (!data) return setNotice(`Could not send a test event: ${detailOf(err, response)}`);
+    setNotice(`Sent a test event (webhook.test, delivery ${data.data.webhook_id}) to ${s.webhook_url}: its attempt appears under Deliveries within seconds.`);
+    setShown(s);
+    setReloads((n) => n + 1);
   };
 
   return (
@@ -92,6 +106,10 @@ export function WebhooksPage({ session }: { session: Session }) {
                       <td class="actions-cell">
                         <button type="button" class="secondary small" aria-label={`Deliveries of ${s.event_type} to ${s.webhook_url}`}
                           aria-pressed={shown?.id === s.id} onClick={() => setShown(shown?.id === s.id ? null : s)}>Deliveries</button>
+                        {canWrite && s.status === 'active' && (
+                          <button type="button" class="secondary small" aria-label={`Send a test event to ${s.webhook_url} (${s.event_type})`}
+                            disabled={testing !== null} onClick={() => void sendTest(s)}>{testing === s.id ? 'Sending…' : 'Send test event'}</button>
+                        )}
                         {canWrite && s.status === 'disabled' && (
                           <button type="button" class="small" aria-label={`Re-enable ${s.event_type} to ${s.webhook_url}`} onClick={() => void enable(s)}>Re-enable</button>
                         )}
@@ -107,7 +125,7 @@ export function WebhooksPage({ session }: { session: Session }) {
           )}
         {next && <button type="button" class="secondary" onClick={() => void load(next)}>Show more subscriptions</button>}
       </section>
-      {shown && <Deliveries key={shown.id} sub={shown} />}
+      {shown && <Deliveries key={`${shown.id}-${reloads}`} sub={shown} />}
       {deleting && (
         <Confirm title="Delete this subscription?" confirmLabel="Delete subscription" busy={deleteBusy}
           onConfirm={() => void remove(deleting)} onCancel={() => setDeleting(null)}>
@@ -206,18 +224,19 @@ function Deliveries({ sub }: { sub: Subscription }) {
       </div>
       {error ? <ErrorLine message={`The deliveries could not be loaded: ${error}`} retry={() => void load()} />
         : !attempts ? <Loading what="deliveries" />
-        : attempts.length === 0 ? <p class="empty">No delivery yet: one is made when a {sub.event_type} event happens.</p>
+        : attempts.length === 0 ? <p class="empty">No delivery yet: one is made when a {sub.event_type} event happens (or send a test event).</p>
         : (
           <TableWrap label={label}>
             <table aria-label="Delivery attempts">
               <thead>
-                <tr><th scope="col">When</th><th scope="col">Delivery</th><th scope="col">Attempt</th><th scope="col">Outcome</th>
+                <tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Delivery</th><th scope="col">Attempt</th><th scope="col">Outcome</th>
                   <th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Next attempt</th></tr>
               </thead>
               <tbody>
                 {attempts.map((a) => (
                   <tr key={a.id}>
                     <td>{dateTime(a.attempted_at)}</td>
+                    <td><code>{a.event_type}</code></td>
                     <td><code>{a.webhook_id}</code></td>
                     <td>{a.attempt}</td>
                     <td>{a.outcome}</td>
