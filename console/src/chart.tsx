@@ -47,11 +47,10 @@ export function ChartTable({ label, children }: { label: string; children: Compo
   const [shown, setShown] = useState(false);
   return (
     <div class="chart-table">
-      <button type="button" class="secondary small" aria-pressed={shown} onClick={() => setShown(!shown)}>
-        {shown ? 'Hide the values' : 'Show the values'}<span class="visually-hidden"> of {label}</span>
-      </button>
+      <button type="button" class="secondary small" aria-expanded={shown} aria-label={`${shown ? 'Hide' : 'Show'} the values of ${label}`}
+        onClick={() => setShown(!shown)}>{shown ? 'Hide the values' : 'Show the values'}</button>
       {shown
-        ? <div class="table-wrap" role="region" aria-label={`${label}, values`} tabIndex={0}><table aria-label={label}>{children}</table></div>
+        ? <div class="table-wrap" role="region" aria-label={label} tabIndex={0}><table aria-label={label}>{children}</table></div>
         : <div class="visually-hidden"><table aria-label={label}>{children}</table></div>}
     </div>
   );

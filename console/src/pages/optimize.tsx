@@ -86,7 +86,7 @@ export function OptimizePage({ session }: { session: Session }) {
               <table aria-label="Website tests">
                 <thead>
                   <tr><th scope="col">Test</th><th scope="col">Status</th><th scope="col">Page</th><th scope="col">Variants</th>
-                    <th scope="col">Started</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+                    <th scope="col">Started</th><th scope="col" class="hidden-label-col"><span class="visually-hidden">Actions</span></th></tr>
                 </thead>
                 <tbody>
                   {tests.map((t) => (
