@@ -58,3 +58,6 @@ export function ChartTable({ label, children }: { label: string; children: Compo
 
 /** Standard axis colours (the page's text colours: contrast on white). */
 export const axis = (o: Partial<uPlot.Axis> = {}): uPlot.Axis => ({ stroke: '#4d5560', grid: { stroke: '#e6e9ed', width: 1 }, ticks: { stroke: '#d0d7de', width: 1 }, ...o });
+
+/** Day ticks on a time axis (uPlot would otherwise tick hours of a short range and label each with its day). */
+export const DAY_INCRS = [86_400, 2 * 86_400, 7 * 86_400, 14 * 86_400, 28 * 86_400];

@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type uPlot from 'uplot';
 import { api, messageOf, type Session } from '../api/client.ts';
-import { axis, Chart, ChartTable, Legend, periodSeconds, utc } from '../chart.tsx';
+import { axis, Chart, ChartTable, DAY_INCRS, Legend, periodSeconds, utc } from '../chart.tsx';
 import { Confirm, ErrorLine, Loading, TableWrap } from '../components.tsx';
 import { dateTime } from '../format.ts';
 import { PageTitle } from '../router.tsx';
@@ -299,7 +299,7 @@ function ResultsView({ test, results }: { test: OptimizeTest; results: Results }
             legend: { show: false },
             cursor: { show: false },
             scales: { x: { time: true, range: (_u, lo, hi) => (lo === hi ? [lo - 86_400, hi + 86_400] : [lo, hi]) }, y: { range: (_u, _lo, hi) => [0, Math.min(100, Math.max(1, hi * 1.1))] } },
-            axes: [axis({ values: '{M}/{D}' }), axis({ values: (_u, ticks) => ticks.map((v) => `${v.toFixed(v < 10 ? 1 : 0)} %`), size: 56 })],
+            axes: [axis({ values: '{M}/{D}', incrs: DAY_INCRS }), axis({ values: (_u, ticks) => ticks.map((v) => `${v.toFixed(v < 10 ? 1 : 0)} %`), size: 56 })],
             series: [{}, ...results.variants.flatMap((v, i): uPlot.Series[] => [
               { label: v.name, stroke: colorOf(i), width: 2, points: { show: true, size: 6 } },
               { label: `${v.name} upper`, stroke: colorOf(i), width: 1, dash: [4, 4], points: { show: false } },

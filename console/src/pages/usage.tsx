@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type uPlot from 'uplot';
 import { api, messageOf, type Session } from '../api/client.ts';
-import { axis, bars, Chart, ChartTable, periodSeconds, utc } from '../chart.tsx';
+import { axis, bars, Chart, ChartTable, DAY_INCRS, periodSeconds, utc } from '../chart.tsx';
 import { ErrorLine, Loading } from '../components.tsx';
 import { money } from '../format.ts';
 import { PageTitle } from '../router.tsx';
@@ -140,7 +140,7 @@ function SpendChart({ id, title, periods, name, empty }: { id: string; title: st
           legend: { show: false },
           cursor: { show: false },
           scales: { x: { time: true, range: (_u, lo, hi) => [lo - (monthly ? 16 : 0.6) * 86_400, hi + (monthly ? 16 : 0.6) * 86_400] }, y: { range: (_u, _lo, hi) => [0, Math.max(hi * 1.1, 0.01)] } },
-          axes: [axis({ values: monthly ? '{MMM}' : '{M}/{D}' }), axis({ values: (_u, ticks) => ticks.map((v) => `$${v.toFixed(2)}`), size: 64 })],
+          axes: [axis(monthly ? { values: '{MMM}', splits: (u) => u.data[0] as number[] } : { values: '{M}/{D}', incrs: DAY_INCRS }), axis({ values: (_u, ticks) => ticks.map((v) => `$${v.toFixed(2)}`), size: 64 })],
           series: [{}, { label: 'Spend (USD)', stroke: '#0b57d0', fill: 'rgba(11, 87, 208, 0.55)', width: 1, paths: bars, points: { show: false } }],
         })} />
       )}
