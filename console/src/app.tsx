@@ -6,6 +6,8 @@ import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
 import { MembersPage } from './pages/members.tsx';
 import { NumbersPage } from './pages/numbers.tsx';
+import { OptimizePage } from './pages/optimize.tsx';
+import { UsagePage } from './pages/usage.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
 import { AcceptInvitationPage, ForgotPasswordPage, ResetPasswordPage } from './pages/links.tsx';
 import { PhonePage } from './pages/phone.tsx';
@@ -78,6 +80,8 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
     { href: `${BASE}/phone`, label: 'Phone', show: can('voice:webrtc') },
     { href: `${BASE}/numbers`, label: 'Numbers', show: can('phone_numbers:read') },
     { href: `${BASE}/webhooks`, label: 'Webhooks', show: can('webhooks:read') },
+    { href: `${BASE}/usage`, label: 'Usage', show: can('usage:read') },
+    { href: `${BASE}/optimize`, label: 'Optimize', show: can('optimize:read') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -96,6 +100,8 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   else if (path === `${BASE}/phone`) page = <PhonePage session={session} />;
   else if (path === `${BASE}/numbers`) page = <NumbersPage session={session} />;
   else if (path === `${BASE}/webhooks`) page = <WebhooksPage session={session} />;
+  else if (path === `${BASE}/usage`) page = <UsagePage session={session} />;
+  else if (path === `${BASE}/optimize`) page = <OptimizePage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;
