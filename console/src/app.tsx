@@ -4,6 +4,7 @@ import { api, messageOf, setCsrfToken, type Session } from './api/client.ts';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
+import { CallerTrustPage } from './pages/caller-trust.tsx';
 import { MembersPage } from './pages/members.tsx';
 import { NumbersPage } from './pages/numbers.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
@@ -78,6 +79,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
     { href: `${BASE}/phone`, label: 'Phone', show: can('voice:webrtc') },
     { href: `${BASE}/numbers`, label: 'Numbers', show: can('phone_numbers:read') },
     { href: `${BASE}/webhooks`, label: 'Webhooks', show: can('webhooks:read') },
+    { href: `${BASE}/caller-trust`, label: 'Caller trust', show: can('caller_trust:read') || can('brand:read') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -96,6 +98,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   else if (path === `${BASE}/phone`) page = <PhonePage session={session} />;
   else if (path === `${BASE}/numbers`) page = <NumbersPage session={session} />;
   else if (path === `${BASE}/webhooks`) page = <WebhooksPage session={session} />;
+  else if (path === `${BASE}/caller-trust`) page = <CallerTrustPage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;
