@@ -76,6 +76,8 @@ function EnterpriseSection({ canWrite, canReadNumbers }: { canWrite: boolean; ca
   const load = async () => {
     try {
       const { data, error: err, response } = await api.GET('/v1/caller-trust/enterprise');
+      // A status moved on since the last notice (vetting decided): the notice is about the past, the status says it all.
+      if (data && reg && data.data.status !== reg.status) setNotice(null);
       if (data) { setError(null); setReg(data.data); } else if (response.status === 404) { setError(null); setReg(null); } else setError(messageOf(err, response));
     } catch {
       setError('The server could not be reached.');
@@ -474,6 +476,7 @@ function BrandSection({ canWrite }: { canWrite: boolean }) {
   const load = async () => {
     try {
       const { data, error: err, response } = await api.GET('/v1/caller-trust/brand');
+      if (data && brand && data.data.status !== brand.status) setNotice(null);
       if (data) { setError(null); setBrand(data.data); } else if (response.status === 404) { setError(null); setBrand(null); } else setError(messageOf(err, response));
     } catch {
       setError('The server could not be reached.');
