@@ -4,6 +4,7 @@ import { api, messageOf, setCsrfToken, type Session } from './api/client.ts';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { CallPage } from './pages/call.tsx';
 import { CallsPage } from './pages/calls.tsx';
+import { CallerTrustPage } from './pages/caller-trust.tsx';
 import { MembersPage } from './pages/members.tsx';
 import { NumbersPage } from './pages/numbers.tsx';
 import { OptimizePage } from './pages/optimize.tsx';
@@ -82,6 +83,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
     { href: `${BASE}/webhooks`, label: 'Webhooks', show: can('webhooks:read') },
     { href: `${BASE}/usage`, label: 'Usage', show: can('usage:read') },
     { href: `${BASE}/optimize`, label: 'Optimize', show: can('optimize:read') },
+    { href: `${BASE}/caller-trust`, label: 'Caller trust', show: can('caller_trust:read') || can('brand:read') },
     { href: `${BASE}/settings/api-keys`, label: 'API keys', show: can('api_keys:read') },
     { href: `${BASE}/settings/members`, label: 'Members', show: can('members:read') },
   ].filter((n) => n.show);
@@ -102,6 +104,7 @@ function Frame({ session, path, onSignedOut }: { session: Session; path: string;
   else if (path === `${BASE}/webhooks`) page = <WebhooksPage session={session} />;
   else if (path === `${BASE}/usage`) page = <UsagePage session={session} />;
   else if (path === `${BASE}/optimize`) page = <OptimizePage session={session} />;
+  else if (path === `${BASE}/caller-trust`) page = <CallerTrustPage session={session} />;
   else if (path === `${BASE}/settings/api-keys`) page = <ApiKeysPage session={session} />;
   else if (path === `${BASE}/settings/members`) page = <MembersPage session={session} />;
   else if (path === BASE || path === `${BASE}/sign-in`) page = <p role="status">Opening…</p>;

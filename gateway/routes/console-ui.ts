@@ -11,10 +11,11 @@ import { asset, IMMUTABLE, serve, type Asset } from '../http/static-asset.ts';
 export const CONSOLE_PATH = '/console';
 
 // The pages load only from this origin and talk only to this origin's API (cookie session + X-CSRF-Token); the Phone
-// page also opens the softphone WebSocket (signaling runs on its own port or host: ws: / wss:) and plays a stream.
+// page also opens the softphone WebSocket (signaling runs on its own port or host: ws: / wss:) and plays a stream; the
+// Caller trust page previews the LOA PDF (GET /v1/caller-trust/enterprise/{id}/loa) in a same-origin <iframe>.
 const PAGE_CSP = [
   "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "media-src 'self' blob: mediastream:", "font-src 'self'",
-  "connect-src 'self' ws: wss:", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'", "manifest-src 'self'",
+  "connect-src 'self' ws: wss:", "frame-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'", "manifest-src 'self'",
 ].join('; ');
 
 const TYPES: Record<string, string> = {
