@@ -13,7 +13,7 @@ import { isUuid } from '../shared/ids.ts';
 import { isE164 } from '../shared/phone/e164.ts';
 import { checkImportNumbers, IMPORT_BATCH_MAX, importNumbers } from '../shared/numbers/import.ts';
 import { DomainError } from '../shared/errors.ts';
-import { createRedis, keyer } from '../shared/redis.ts';
+import { configKeyer, connectRedis } from '../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, parseScopes, type Scope } from '../shared/scopes.ts';
 import { prepareDatabase } from './prepare.ts';
 
@@ -258,9 +258,9 @@ async function main(argv: string[]): Promise<unknown> {
     if (!o['key-id'] || !isUuid(String(o['key-id']))) throw new UsageError('--key-id <id> is required (a uuid)');
     await prepareDatabase(config);
     const db = createDb(config.databaseUrl, 2);
-    const redis = createRedis(config.redisUrl);
+    const redis = connectRedis(config);
     try {
-      const done = await revokeAndAnnounce(db, redis, keyer(config.redisPrefix), String(o['key-id']));
+      const done = await revokeAndAnnounce(db, redis, configKeyer(config), String(o['key-id']));
       if (!done) throw new UsageError(`no live key ${o['key-id']}`);
       return { api_key_id: o['key-id'], revoked: true };
     } finally {

@@ -81,6 +81,8 @@ export async function ensureServices(config: Config, say: (line: string) => void
         'see `pg_lsclusters` and its log under /var/log/postgresql.');
     }
   }
+  // A Redis Cluster (REDIS_CLUSTER_NODES) is the operator's to run: the processes connect to it, nothing is started.
+  if (config.redisClusterNodes) return;
   const rUrl = new URL(config.redisUrl);
   if (!(await redisUp(config.redisUrl))) {
     if (!isLocal(rUrl.hostname)) throw new Error(`Redis at ${rUrl.host} is not reachable; check REDIS_URL.`);

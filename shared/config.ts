@@ -164,6 +164,9 @@ export interface Config {
   redisUrl: string;
   /** Prefix for every Redis key and BullMQ queue, so several deployments or test files share one Redis. */
   redisPrefix: string;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's seed nodes; set, every connection is an ioredis Cluster client (redisUrl
+   *  is unused) and keys carry hash tags (shared/redis.ts); null: the single instance at redisUrl. */
+  redisClusterNodes: RedisNode[] | null;
   port: number;
   signalingPort: number;
   mediaPort: number;
@@ -420,6 +423,23 @@ function metricsSettings(env: NodeJS.ProcessEnv): MetricsSettings {
   return { host: env.METRICS_HOST || '127.0.0.1', port: int('METRICS_PORT', 8084, env), token };
 }
 
+export interface RedisNode { host: string; port: number }
+
+/** REDIS_CLUSTER_NODES: comma-separated host:port (an IPv6 address in brackets); unset or empty: no cluster. */
+export function redisClusterNodesSetting(env: NodeJS.ProcessEnv): RedisNode[] | null {
+  const raw = env.REDIS_CLUSTER_NODES?.trim();
+  if (!raw) return null;
+  return raw.split(',').map((part) => {
+    const s = part.trim();
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(s);
+    const port = m ? Number(m[3]) : NaN;
+    if (!m || !(port >= 1 && port <= 65535)) {
+      throw new Error(`REDIS_CLUSTER_NODES must be comma-separated HOST:PORT entries (IPv6 in brackets), got "${s}"`);
+    }
+    return { host: m[1] ?? m[2], port };
+  });
+}
+
 /** DATABASE_URL; a URL that names no user logs in as PGUSER when set (as libpq does), else as the OS user (db.ts). */
 function databaseUrlSetting(env: NodeJS.ProcessEnv): string {
   const raw = env.DATABASE_URL || 'postgres://127.0.0.1:5432/openline';
@@ -444,10 +464,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const carrier = (env.CARRIER ?? 'sandbox') as Config['carrier'];
   if (carrier !== 'sandbox' && carrier !== 'livekit' && carrier !== 'sip') throw new Error(`CARRIER must be sandbox, livekit or sip, got "${carrier}"`);
+  const redisClusterNodes = redisClusterNodesSetting(env);
+  if (redisClusterNodes && /[{}]/.test(env.REDIS_PREFIX ?? '')) {
+    throw new Error(`REDIS_PREFIX must not contain { or } on a Redis Cluster (the platform adds the hash tags), got "${env.REDIS_PREFIX}"`);
+  }
   return {
     databaseUrl: databaseUrlSetting(env),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'ol',
+    redisClusterNodes,
     port: int('PORT', 8080, env),
     signalingPort: int('SIGNALING_PORT', 8081, env),
     mediaPort: int('MEDIA_PORT', 8082, env),

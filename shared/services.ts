@@ -7,7 +7,7 @@ import { createDb } from './db.ts';
 import type { Logger } from './log.ts';
 import type { ProcessDeps } from './process.ts';
 import { QueueRegistry } from './queues/registry.ts';
-import { createRedis, keyer } from './redis.ts';
+import { configKeyer, connectRedis, queuePrefix } from './redis.ts';
 import { TokenKeys } from './tokens/keys.ts';
 import { reportRedisErrors } from './unavailable.ts';
 
@@ -28,12 +28,12 @@ export interface ServicesOptions {
 export function createServices(config: Config, log: Logger, o: ServicesOptions): Services {
   const db = createDb(config.databaseUrl, config.databasePoolMax ?? o.poolMax, `openline-${o.name}`);
   // Named, so CLIENT LIST tells the processes (and deployments sharing a Redis) apart; duplicates keep the name.
-  const redis = createRedis(config.redisUrl, { connectionName: `${config.redisPrefix}:openline-${o.name}`, ...o.redis });
+  const redis = connectRedis(config, { connectionName: `${config.redisPrefix}:openline-${o.name}`, ...o.redis });
   reportRedisErrors(redis, log, o.name);
-  const queues = new QueueRegistry(redis, config.redisPrefix);
+  const queues = new QueueRegistry(redis, queuePrefix(config));
   let closing: Promise<void> | null = null;
   return {
-    config, db, redis, key: keyer(config.redisPrefix), log, queues, tokenKeys: new TokenKeys(db, config),
+    config, db, redis, key: configKeyer(config), log, queues, tokenKeys: new TokenKeys(db, config),
     close: () => (closing ??= (async () => {
       await queues.close();
       await redis.quit().catch(() => redis.disconnect());

@@ -18,6 +18,7 @@ import { NumberPacer } from '../shared/sms/throughput.ts';
 import { SpendCharges } from '../shared/spend/charges.ts';
 import { SpendAccounts } from '../shared/spend/spend-accounts.ts';
 import { deliveryContext } from '../shared/webhooks/deliver.ts';
+import { queuePrefix } from '../shared/redis.ts';
 import type { WorkerDeps } from './processor.ts';
 import { PROCESSORS, SERVICES } from './registry.ts';
 
@@ -48,7 +49,7 @@ export async function startWorkers(config: Config, log: Logger): Promise<Running
     const workers = PROCESSORS.map((p, i) => {
       const w = new Worker(p.queue, (job, token) => p.process(job, deps, token), {
         ...(typeof p.workerOptions === 'function' ? p.workerOptions(config) : p.workerOptions),
-        connection: connections[i], prefix: config.redisPrefix,
+        connection: connections[i], prefix: queuePrefix(config),
         concurrency: typeof p.concurrency === 'function' ? p.concurrency(config) : p.concurrency,
       });
       w.on('failed', (job, err) => log.warn({ queue: p.queue, job: job?.id, err: err.message }, 'job failed'));

@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { QueueRegistry } from '../queues/registry.ts';
-import { keyer } from '../redis.ts';
+import { configKeyer } from '../redis.ts';
 import { CARRIER_EVENTS_QUEUE, type Carrier } from './carrier.ts';
 import { LiveKitCarrier } from './livekit.ts';
 import { SANDBOX_PRICE_CENTS_PER_MINUTE, SandboxCarrier } from './sandbox.ts';
@@ -34,6 +34,6 @@ export function createCarrier(config: Config, queues: QueueRegistry, redis: Redi
     // Progress arrives through LiveKit webhooks at the gateway, which queues it on `events` itself.
     case 'livekit': return new LiveKitCarrier(config.livekit!);
     // Commands go to the signaling process owning each leg, which publishes the leg's events itself.
-    case 'sip': return new SipCarrier(redis, keyer(config.redisPrefix), queues, config.sip!);
+    case 'sip': return new SipCarrier(redis, configKeyer(config), queues, config.sip!);
   }
 }

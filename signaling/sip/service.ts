@@ -17,7 +17,7 @@ import type { Answer } from './sdp.ts';
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
 import { MediaControlError } from '../../shared/media/control-client.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { Redis } from '../../shared/redis.ts';
+import { queuePrefix, type Redis } from '../../shared/redis.ts';
 import type { MediaLink } from '../media.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, reconcileSipOrphans, type SipOrphanHost } from '../reconciler.ts';
 import { forgetDialog, saveDialog, sendRecoveredBye, sendRecoveredCancel, type DialogState } from './dialog-record.ts';
@@ -95,7 +95,7 @@ export class SipService {
     this.workerConnection = redis.duplicate({ maxRetriesPerRequest: null });
     this.timers.push(setInterval(() => this.sweepOrphans(), RECONCILE_MS));
     this.worker = new Worker(sipCommandQueue(this.instance), (job) => this.command(job.data as SipCommand), {
-      connection: this.workerConnection, prefix: config.redisPrefix, concurrency: 256,
+      connection: this.workerConnection, prefix: queuePrefix(config), concurrency: 256,
     });
     this.worker.on('failed', (job, err) => this.log.warn({ job: job?.id, err: err.message }, 'SIP command failed'));
   }

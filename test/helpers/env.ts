@@ -12,7 +12,7 @@ import { randomToken } from '../../shared/ids.ts';
 import { createLogger } from '../../shared/log.ts';
 import { QueueRegistry } from '../../shared/queues/registry.ts';
 import { TokenKeys } from '../../shared/tokens/keys.ts';
-import { createRedis, type Redis } from '../../shared/redis.ts';
+import { connectRedis, isCluster, queuePrefix, type Redis } from '../../shared/redis.ts';
 import { DEFAULT_ALL_SCOPES, type Scope } from '../../shared/scopes.ts';
 import { startGateway, type RunningGateway } from '../../gateway/start.ts';
 import type { Plugin } from '../../gateway/http/types.ts';
@@ -50,7 +50,7 @@ export class TestEnv {
   readonly tokenKeys: TokenKeys;
 
   constructor(readonly config: Config, readonly env: Record<string, string>, readonly db: Db, readonly redis: Redis) {
-    this.queues = new QueueRegistry(redis, config.redisPrefix);
+    this.queues = new QueueRegistry(redis, queuePrefix(config));
     this.tokenKeys = new TokenKeys(db, config);
   }
 
@@ -96,12 +96,14 @@ export class TestEnv {
     for (const pool of [this.gateway?.db.$pool, this.db.$pool]) pool?.on('error', () => undefined);
     await this.gateway?.stop();
     await this.queues.close();
-    let cursor = '0';
-    do {
+    // A Redis Cluster of the test's own is removed with its keys (test/helpers/redis-cluster.ts).
+    let cursor = isCluster(this.redis) ? null : '0';
+    while (cursor !== null) {
       const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.config.redisPrefix}:*`, 'COUNT', 1000);
       cursor = next;
       if (keys.length) await this.redis.unlink(...keys);
-    } while (cursor !== '0');
+      if (cursor === '0') cursor = null;
+    }
     await this.redis.quit();
     await this.db.$pool.end();
     await dropDatabase(this.config.databaseUrl);
@@ -149,7 +151,7 @@ export async function testEnv(t: TapLike, o: EnvOptions = {}): Promise<TestEnv> 
   };
   const config = loadConfig({ ...process.env, ...env });
   await prepareDatabase(config);
-  const te = new TestEnv(config, env, createDb(config.databaseUrl, 10), createRedis(config.redisUrl));
+  const te = new TestEnv(config, env, createDb(config.databaseUrl, 10), connectRedis(config));
   t.teardown(() => te.close());
   if (o.gateway !== false) {
     te.gateway = await startGateway(config, createLogger('gateway', config.logLevel), { clock: o.clock, plugins: o.plugins });
