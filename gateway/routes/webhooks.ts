@@ -28,6 +28,12 @@ const ATTEMPT_EXAMPLE = {
   id: 88231, webhook_id: 'msg_Hk3v9QxW2mZr7TnB5cLp0aYsE1d', event_id: '0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a60',
   event_type: 'call_completed', attempt: 2, outcome: 'retrying', response_status: 500, latency_ms: 184, error: 'HTTP 500',
   attempted_at: '2026-11-20T15:10:15.000Z', next_attempt_at: '2026-11-20T15:10:35.000Z',
+  request: {
+    headers: { 'content-type': 'application/json', 'webhook-id': 'msg_Hk3v9QxW2mZr7TnB5cLp0aYsE1d', 'webhook-timestamp': '1763651415',
+      'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=', 'user-agent': 'openline-webhooks/1.0' },
+    body: '{"id":"0193a4d1-2b6c-7f4e-8a9d-3e5f1c7b2a60","event_type":"call_completed","occurred_at":"2026-11-20T15:09:55.000Z","data":{"call_id":"0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98","status":"COMPLETED"}}',
+  },
+  response: { content_type: 'text/plain', body: 'database is down', truncated: false },
 };
 
 export const webhookRoutes: Plugin = (routes) => {
@@ -151,7 +157,8 @@ export const webhookRoutes: Plugin = (routes) => {
     method: 'GET', path: '/api/v1/webhook_subscriptions/{id}/deliveries', scope: 'webhooks:read', tag: 'Webhooks',
     summary: 'List delivery attempts',
     description: 'Lists the attempt log of the subscription, newest first, optionally of one delivery (webhook_id): '
-      + 'each attempt\'s outcome, the receiver\'s status, latency, error and when the next retry is due; with call_id, only '
+      + 'each attempt\'s outcome, the receiver\'s status, latency, error, when the next retry is due, the request it sent '
+      + '(headers and the exact body) and the start of the answer (its first 2 KiB and content type); with call_id, only '
       + 'the attempts of the events that call caused (new_call, call_completed, the disposition events, phone_call.ended). Readable also '
       + 'after the subscription was deleted; kept EVENTS_RETENTION_DAYS (30 by default). Read-only.',
     examples: { response: { data: [ATTEMPT_EXAMPLE], meta: { total_results: 1, page_size: 20 } } },

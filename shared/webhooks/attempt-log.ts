@@ -13,11 +13,19 @@ export interface NewAttempt {
   error: string | null;
   attempted_at: Date;
   next_attempt_at: Date | null;
+  /** What was sent: the headers (signature, content type, user agent) and the body. */
+  request_headers: Record<string, string> | null;
+  request_body: string | null;
+  /** What came back: the content type and the first 2 KiB of the body (null without a response). */
+  response_content_type: string | null;
+  response_body: string | null;
+  response_body_truncated: boolean | null;
 }
 
 const columns = new pgp.helpers.ColumnSet([
   'subscription_id', 'organization_id', 'webhook_id', 'event_id', 'event_type', 'attempt', 'outcome',
   'response_status', 'latency_ms', 'error', 'attempted_at', 'next_attempt_at',
+  { name: 'request_headers', mod: ':json' }, 'request_body', 'response_content_type', 'response_body', 'response_body_truncated',
 ], { table: 'webhook_delivery_attempts' });
 
 /** Writes attempt rows in small batches (one multi-row INSERT per few milliseconds). `record` resolves once the

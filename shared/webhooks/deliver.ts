@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import { deliveryReporter, type DeliveryReporter } from '../metrics/webhook-deliveries.ts';
 import { AttemptLog } from './attempt-log.ts';
 import { retryDelayMs, type DeliveryJob } from './delivery-jobs.ts';
-import { WebhookPoster } from './http-post.ts';
+import { WEBHOOK_USER_AGENT, WebhookPoster } from './http-post.ts';
 import { signedHeaders } from './signing.ts';
 import { disableSubscription, subscriptionForDelivery } from './subscriptions.ts';
 
@@ -71,7 +71,8 @@ export async function attemptDelivery(ctx: DeliveryContext, d: DeliveryJob, atte
   }
 
   const attemptedAt = new Date();
-  const res = await ctx.poster.post(sub.webhook_url, signedHeaders(sub.secret, d.webhookId, d.body, attemptedAt.getTime()), d.body);
+  const headers = signedHeaders(sub.secret, d.webhookId, d.body, attemptedAt.getTime());
+  const res = await ctx.poster.post(sub.webhook_url, headers, d.body);
   const gone = res.status === 410;
   const last = attempt >= maxAttempts;
   const outcome = res.ok ? 'succeeded' : gone || last ? 'failed' : 'retrying';
@@ -88,6 +89,11 @@ export async function attemptDelivery(ctx: DeliveryContext, d: DeliveryJob, atte
     error: gone ? 'HTTP 410: receiver is gone; subscription disabled' : res.error,
     attempted_at: attemptedAt,
     next_attempt_at: outcome === 'retrying' ? new Date(Date.now() + retryDelayMs(attempt, ctx.retryScale)) : null,
+    request_headers: { ...headers, 'user-agent': WEBHOOK_USER_AGENT },
+    request_body: d.body,
+    response_content_type: res.response?.contentType ?? null,
+    response_body: res.response?.body ?? null,
+    response_body_truncated: res.response ? res.response.truncated : null,
   });
   ctx.report(d, { outcome, attempt, status: res.status, ms: res.latencyMs, error: gone ? 'HTTP 410: receiver is gone' : res.error });
   if (res.ok) return { kind: 'succeeded', status: res.status! };

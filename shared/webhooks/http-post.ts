@@ -11,7 +11,12 @@ export interface PostResult {
   latencyMs: number;
   /** Why it failed (null on success). */
   error: string | null;
+  /** The start of the receiver's answer (RESPONSE_BODY_KEEP bytes, as UTF-8) and its content type; null without one. */
+  response?: { contentType: string | null; body: string; truncated: boolean };
 }
+
+/** How much of a receiver's answer is kept for the delivery log. */
+export const RESPONSE_BODY_KEEP = 2048;
 
 export interface PosterOptions {
   timeoutMs: number;
@@ -20,7 +25,7 @@ export interface PosterOptions {
   maxSockets?: number;
 }
 
-const USER_AGENT = 'openline-webhooks/1.0';
+export const WEBHOOK_USER_AGENT = 'openline-webhooks/1.0';
 
 /** POSTs webhook bodies over keep-alive connections. Never follows redirects (a 3xx is a failed attempt), checks
  *  every address it connects to against the SSRF rule, and gives up after `timeoutMs` for the whole exchange. */
@@ -77,20 +82,33 @@ export class WebhookPoster {
         protocol: url.protocol, hostname: host, port: url.port || undefined, path: url.pathname + url.search,
         method: 'POST',
         agent: secure ? this.httpsAgent : this.httpAgent,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT },
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': WEBHOOK_USER_AGENT },
         lookup: this.o.allowInsecure ? undefined : guardedLookup,
         servername: secure && !isIP(host) ? host : undefined,
       }, (res) => {
         const status = res.statusCode ?? 0;
-        res.on('error', (err) => finish(fail(describe(err), status)));
+        // The first RESPONSE_BODY_KEEP bytes are kept for the delivery log; the rest is read and dropped.
+        const kept: Buffer[] = [];
+        let keptBytes = 0;
+        let truncated = false;
+        res.on('data', (chunk: Buffer) => {
+          if (keptBytes >= RESPONSE_BODY_KEEP) { truncated = true; return; }
+          const part = chunk.length > RESPONSE_BODY_KEEP - keptBytes ? chunk.subarray(0, RESPONSE_BODY_KEEP - keptBytes) : chunk;
+          if (part.length < chunk.length) truncated = true;
+          kept.push(part);
+          keptBytes += part.length;
+        });
+        const response = () => ({ contentType: typeof res.headers['content-type'] === 'string' ? res.headers['content-type'].slice(0, 200) : null,
+          body: Buffer.concat(kept).toString('utf8'), truncated });
+        res.on('error', (err) => finish({ ...fail(describe(err), status), response: response() }));
         res.on('end', () => {
           const latencyMs = Math.round(performance.now() - started);
-          if (status >= 200 && status < 300) finish({ ok: true, status, latencyMs, error: null });
-          else if (status >= 300 && status < 400) finish({ ok: false, status, latencyMs, error: `redirect (HTTP ${status}) not followed` });
-          else finish({ ok: false, status, latencyMs, error: `HTTP ${status}` });
+          const r = response();
+          if (status >= 200 && status < 300) finish({ ok: true, status, latencyMs, error: null, response: r });
+          else if (status >= 300 && status < 400) finish({ ok: false, status, latencyMs, error: `redirect (HTTP ${status}) not followed`, response: r });
+          else finish({ ok: false, status, latencyMs, error: `HTTP ${status}`, response: r });
         });
-        res.on('close', () => finish(fail('connection closed before the response ended', status)));
-        res.resume();
+        res.on('close', () => finish({ ...fail('connection closed before the response ended', status), response: response() }));
       });
       req.on('error', (err) => finish(fail(describe(err))));
       req.end(body);

@@ -33,7 +33,16 @@ export const AttemptResponse = Type.Object({
   error: Nullable(Type.String(), 'What went wrong (e.g. "HTTP 500", "timeout after 10000 ms"); null on success.'),
   attempted_at: Type.String({ format: 'date-time', description: 'When the attempt was made.' }),
   next_attempt_at: Nullable(Type.String({ format: 'date-time' }), 'When the next attempt is due; null when none is.'),
-}, { description: 'One delivery attempt.' });
+  request: Nullable(Type.Object({
+    headers: Type.Record(Type.String(), Type.String(), { description: 'The headers sent: content-type, webhook-id, webhook-timestamp, webhook-signature, user-agent.' }),
+    body: Type.String({ description: 'The body sent, exactly (the signed bytes).' }),
+  }), 'What this attempt sent; null for attempts logged before the platform kept it.'),
+  response: Nullable(Type.Object({
+    content_type: Nullable(Type.String(), 'The answer\'s Content-Type header.'),
+    body: Type.String({ description: 'The first 2 KiB of the answer\'s body, as UTF-8.' }),
+    truncated: Type.Boolean({ description: 'Whether the body was longer than what is kept.' }),
+  }), 'What the receiver answered; null when no answer came (timeout, refused connection) or for attempts logged before the platform kept it.'),
+}, { description: 'One delivery attempt, with what it sent and what came back.' });
 
 export const TestDeliveryResponse = Type.Object({
   webhook_id: Type.String({ description: 'The delivery id (the webhook-id header); find its attempts with GET .../deliveries?webhook_id=.' }),
@@ -72,5 +81,8 @@ export function attemptView(r: AttemptRow): Static<typeof AttemptResponse> {
     error: r.error,
     attempted_at: r.attempted_at.toISOString(),
     next_attempt_at: r.next_attempt_at ? r.next_attempt_at.toISOString() : null,
+    request: r.request_body === null || r.request_body === undefined ? null : { headers: r.request_headers ?? {}, body: r.request_body },
+    response: r.response_body === null || r.response_body === undefined ? null
+      : { content_type: r.response_content_type, body: r.response_body, truncated: r.response_body_truncated === true },
   };
 }

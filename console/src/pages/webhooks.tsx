@@ -230,7 +230,8 @@ function Deliveries({ sub }: { sub: Subscription }) {
             <table aria-label="Delivery attempts">
               <thead>
                 <tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Delivery</th><th scope="col">Attempt</th><th scope="col">Outcome</th>
-                  <th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Next attempt</th></tr>
+                  <th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Next attempt</th>
+                  <th scope="col">Request and response</th></tr>
               </thead>
               <tbody>
                 {attempts.map((a) => (
@@ -244,6 +245,7 @@ function Deliveries({ sub }: { sub: Subscription }) {
                     <td>{a.latency_ms} ms</td>
                     <td>{a.error ?? '—'}</td>
                     <td>{a.next_attempt_at ? dateTime(a.next_attempt_at) : '—'}</td>
+                    <td><Exchange attempt={a} /></td>
                   </tr>
                 ))}
               </tbody>
@@ -251,5 +253,26 @@ function Deliveries({ sub }: { sub: Subscription }) {
           </TableWrap>
         )}
     </section>
+  );
+}
+
+/** What one attempt sent (headers, the exact body) and what came back (the start of the answer), on demand. */
+function Exchange({ attempt: a }: { attempt: DeliveryAttempt }) {
+  if (!a.request && !a.response) return <span>—</span>;
+  return (
+    <details class="exchange">
+      <summary>Show<span class="visually-hidden"> the request and response of attempt {a.attempt} of {a.webhook_id}</span></summary>
+      {a.request && (
+        <>
+          <h3 class="exchange-heading">Request</h3>
+          <pre>{Object.entries(a.request.headers).map(([k, v]) => `${k}: ${v}`).join('\n')}</pre>
+          <pre>{a.request.body}</pre>
+        </>
+      )}
+      <h3 class="exchange-heading">Response{a.response_status !== null ? ` (HTTP ${a.response_status})` : ''}</h3>
+      {a.response
+        ? <pre>{a.response.content_type ? `content-type: ${a.response.content_type}\n\n` : ''}{a.response.body || '(empty body)'}{a.response.truncated ? '\n… (only the first 2 KiB are kept)' : ''}</pre>
+        : <p>No answer came.</p>}
+    </details>
   );
 }
