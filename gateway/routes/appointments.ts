@@ -76,6 +76,7 @@ export const appointmentRoutes: Plugin = (routes) => {
       call_id: Type.Optional(Type.String({ description: 'Only the appointments booked during this call.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(AppointmentResponse, { description: 'The appointments.' }), meta: ListMeta }) },
+    errors: ['forbidden'],
     handler: async ({ deps, principal, query }) => {
       orgOnly(principal);
       const list = `appointments:${query.from ?? ''}:${query.to ?? ''}:${query.status ?? ''}:${query.call_id ?? ''}`;
@@ -110,7 +111,7 @@ export const appointmentRoutes: Plugin = (routes) => {
       source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('workflow')], { description: 'api (default) or workflow.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: One },
-    errors: ['slot_unavailable'],
+    errors: ['slot_unavailable', 'forbidden'],
     handler: async (ctx) => {
       orgOnly(ctx.principal);
       const r = reply(201);
@@ -133,7 +134,7 @@ export const appointmentRoutes: Plugin = (routes) => {
       to: Type.Optional(Type.String({ format: 'date-time', description: `End of the range (default from + ${DEFAULT_RANGE_DAYS} days; at most ${MAX_RANGE_DAYS} days after from).` })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: AvailabilityResponse }) },
-    errors: ['not_found'],
+    errors: ['not_found', 'forbidden'],
     handler: async ({ deps, principal, query }) => {
       orgOnly(principal);
       const { rules, fromMs, toMs, slots } = await availabilityWithSlots(deps.db, principal.organizationId, query, deps.clock.now());
@@ -160,6 +161,7 @@ export const appointmentRoutes: Plugin = (routes) => {
       max_days_ahead: Type.Optional(Type.Integer({ minimum: 1, maximum: 365, description: 'Days ahead slots are offered, 1 to 365 (default 60).' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: AvailabilitySettings }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
       orgOnly(ctx.principal);
       const row = await setAvailability(ctx.deps.db, ctx.principal.organizationId, ctx.body);
@@ -175,6 +177,7 @@ export const appointmentRoutes: Plugin = (routes) => {
     examples: { response: { data: { url: `https://api.example.com/v1/appointments/calendar.ics?token=${FEED_TOKEN_EXAMPLE}`, rotated_at: '2026-03-01T12:00:00.000Z' } } },
     response: { status: 201, schema: Type.Object({ data: FeedResponse }) },
     idempotency: false,
+    errors: ['forbidden'],
     handler: async ({ deps, principal, baseUrl }) => {
       orgOnly(principal);
       const f = await rotateFeed(deps.db, principal.organizationId);
@@ -210,6 +213,7 @@ export const appointmentRoutes: Plugin = (routes) => {
     examples: { response: { data: APPOINTMENT_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: One },
+    errors: ['forbidden'],
     handler: async ({ deps, principal, params }) => {
       orgOnly(principal);
       return reply(200)(await getAppointment(deps.db, principal.organizationId, params.id));
@@ -227,7 +231,7 @@ export const appointmentRoutes: Plugin = (routes) => {
     body: Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500, description: 'Why, for the record and the feed.' })) },
       { additionalProperties: false, description: 'A JSON object: {} or {"reason": ...}.' }),
     response: { status: 200, schema: One },
-    errors: ['state_conflict'],
+    errors: ['state_conflict', 'forbidden'],
     handler: async (ctx) => {
       orgOnly(ctx.principal);
       const r = reply(200);

@@ -261,6 +261,7 @@ export const consoleRoutes: Plugin = (routes) => {
     response: { status: 201, schema: Type.Object({ data: Type.Composite([ApiKeyResponse, Type.Object({
       key: Type.String({ description: 'The key itself, shown this once: store it now.' }) })], { description: 'The new key, with its secret.' }) }) },
     idempotency: false,
+    errors: ['forbidden'],
     handler: async ({ deps, principal, body }) => {
       const { apiKey, row } = await createKeyFor(deps.db, principal, body);
       return { status: 201, body: { data: { ...apiKeyView(row), key: apiKey } } };

@@ -115,6 +115,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     examples: { response: { data: { ...DETAIL_EXAMPLE, status: 'RELEASED', is_active: false, released_at: '2026-11-21T09:30:00.000Z' } } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
       const { deps, principal, params } = ctx;
       await guardNumber(deps.db, principal, params.id);

@@ -188,7 +188,7 @@ export const smsRoutes: Plugin = (routes) => {
       keyword: Nullable(Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Literal('help')]), 'The keyword the body is, or null.'),
       reply: Nullable(Message, 'The automatic reply (queued), or null when the body is no keyword.'),
     }, { description: 'What happened.' }) }) },
-    errors: ['idempotency_conflict'],
+    errors: ['idempotency_conflict', 'forbidden'],
     handler: async (ctx) => {
       // A credential limited to a sub-entity simulates replies only to its own sub-entity's numbers.
       await assertNumberWithinDb(ctx.deps.db, ctx.principal, ctx.body.to_number, 'to_number');
