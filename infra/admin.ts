@@ -49,7 +49,7 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
     ],
   },
   {
-    name: 'key create', synopsis: '--org <id> [--scopes <csv>|all] [--owner] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>]',
+    name: 'key create', synopsis: '--org <id> [--scopes <csv>|all] [--owner] [--demo] [--allowed-from <csv>] [--allowed-to <csv>] [--rate-limit <n>] [--sub-entity <id>]',
     about: 'Create another API key for an organization (printed once).',
     flags: [
       ['--org <id>', 'organization id (required; npm start prints it)'],
@@ -59,6 +59,7 @@ const COMMANDS: { name: string; synopsis: string; about: string; flags: [string,
       ['--allowed-from <csv>', 'ceiling of caller IDs the key may use (E.164, comma separated)'],
       ['--allowed-to <csv>', 'ceiling of destinations the key may call'],
       ['--rate-limit <n>', 'requests per minute for this key (default 600, demo 120)'],
+      ['--sub-entity <id>', 'limit the key to one sub-entity of the organization: it sees and touches only that sub-entity\'s numbers, calls, contacts and SMS (docs/reference/sub-entities.md)'],
     ],
   },
   {
@@ -213,22 +214,28 @@ async function main(argv: string[]): Promise<unknown> {
     const o = parse(rest, {
       org: { type: 'string' }, scopes: { type: 'string' }, owner: { type: 'boolean' }, 'no-user': { type: 'boolean' }, demo: { type: 'boolean' },
       'allowed-from': { type: 'string' }, 'allowed-to': { type: 'string' }, 'rate-limit': { type: 'string' },
+      'sub-entity': { type: 'string' },
     });
     if (!o.org || !isUuid(String(o.org))) throw new UsageError('--org <organization id> is required (a uuid)');
     const scopes = scopesOf(o.scopes);
     const allowedFrom = numbers(o['allowed-from'], '--allowed-from');
     const allowedTo = numbers(o['allowed-to'], '--allowed-to');
     const rate = o['rate-limit'] === undefined ? null : count(o['rate-limit'], '--rate-limit', 1, 10_000_000, 0);
+    const subEntity = o['sub-entity'] === undefined ? null : String(o['sub-entity']).trim();
+    if (subEntity !== null && !isUuid(subEntity)) throw new UsageError('--sub-entity <id> must be a sub-entity id (a uuid)');
     await prepareDatabase(config);
     const db = createDb(config.databaseUrl, 2);
     try {
       const org = await db.oneOrNone('SELECT id, owner_user_id FROM organizations WHERE id = $1', [o.org]);
       if (!org) throw new UsageError(`no organization ${o.org}`);
+      if (subEntity !== null && !(await db.oneOrNone('SELECT 1 FROM sub_entities WHERE id = $1 AND organization_id = $2', [subEntity, org.id]))) {
+        throw new UsageError(`no sub-entity ${subEntity} in organization ${org.id}`);
+      }
       const k = await createApiKey(db, {
         organizationId: org.id, userId: o.owner && !o['no-user'] ? org.owner_user_id : null, scopes, isDemo: o.demo === true,
-        allowedFrom, allowedTo, rateLimitPerMinute: rate,
+        allowedFrom, allowedTo, rateLimitPerMinute: rate, subEntityId: subEntity,
       });
-      return { api_key: k.apiKey, api_key_id: k.apiKeyId };
+      return { api_key: k.apiKey, api_key_id: k.apiKeyId, ...(subEntity ? { sub_entity_id: subEntity } : {}) };
     } finally {
       await db.$pool.end();
     }

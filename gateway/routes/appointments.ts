@@ -16,6 +16,8 @@ import { DomainError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { FixedWindowLimiter } from '../../shared/ratelimit/fixed-window-limiter.ts';
 import type { Db } from '../../shared/db.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import { assertWholeOrganization } from '../../shared/sub-entities/limit.ts';
 import type { GatewayDeps, Plugin } from '../http/types.ts';
 import { ListMeta, UuidIdParams } from './schemas.ts';
 import { WEEKDAYS } from '../../shared/appointments/zoned.ts';
@@ -51,6 +53,10 @@ const weeklyHoursBody = Type.Object(Object.fromEntries(WEEKDAYS.map((d) => [d, T
   description: `Opening intervals on ${d} (omitted or []: closed).` }))])), { additionalProperties: false,
   description: 'Bookable hours per weekday (mon ... sun): up to 6 intervals a day, HH:MM local time in time_zone, in order and apart.' });
 
+/** Appointments belong to the whole organization (they have no sub-entity): a credential limited to a sub-entity
+ *  answers forbidden here (shared/sub-entities/limit.ts). */
+const orgOnly = (p: Principal) => assertWholeOrganization(p, 'appointments (they belong to the whole organization)');
+
 export const appointmentRoutes: Plugin = (routes) => {
   // The feed's limiter: one per gateway (this plugin runs once per gateway), counted in Redis across gateways.
   let feedLimiter: FixedWindowLimiter | null = null;
@@ -70,7 +76,9 @@ export const appointmentRoutes: Plugin = (routes) => {
       call_id: Type.Optional(Type.String({ description: 'Only the appointments booked during this call.' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(AppointmentResponse, { description: 'The appointments.' }), meta: ListMeta }) },
+    errors: ['forbidden'],
     handler: async ({ deps, principal, query }) => {
+      orgOnly(principal);
       const list = `appointments:${query.from ?? ''}:${query.to ?? ''}:${query.status ?? ''}:${query.call_id ?? ''}`;
       const page = deps.cursors.params(list, query);
       const rows = await listAppointments(deps.db, principal.organizationId, page,
@@ -103,8 +111,9 @@ export const appointmentRoutes: Plugin = (routes) => {
       source: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('workflow')], { description: 'api (default) or workflow.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: One },
-    errors: ['slot_unavailable'],
+    errors: ['slot_unavailable', 'forbidden'],
     handler: async (ctx) => {
+      orgOnly(ctx.principal);
       const r = reply(201);
       return r(await createAppointment(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.deps.clock.now(), ctx.idempotent(r)));
     },
@@ -125,8 +134,9 @@ export const appointmentRoutes: Plugin = (routes) => {
       to: Type.Optional(Type.String({ format: 'date-time', description: `End of the range (default from + ${DEFAULT_RANGE_DAYS} days; at most ${MAX_RANGE_DAYS} days after from).` })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: AvailabilityResponse }) },
-    errors: ['not_found'],
+    errors: ['not_found', 'forbidden'],
     handler: async ({ deps, principal, query }) => {
+      orgOnly(principal);
       const { rules, fromMs, toMs, slots } = await availabilityWithSlots(deps.db, principal.organizationId, query, deps.clock.now());
       return { status: 200, body: { data: { ...await availabilityBody(deps.db, rules), from: new Date(fromMs).toISOString(),
         to: new Date(toMs).toISOString(), slots: slots.map((s) => ({ start_at: new Date(s.startMs).toISOString(),
@@ -151,7 +161,9 @@ export const appointmentRoutes: Plugin = (routes) => {
       max_days_ahead: Type.Optional(Type.Integer({ minimum: 1, maximum: 365, description: 'Days ahead slots are offered, 1 to 365 (default 60).' })),
     }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: AvailabilitySettings }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
+      orgOnly(ctx.principal);
       const row = await setAvailability(ctx.deps.db, ctx.principal.organizationId, ctx.body);
       return { status: 200, body: { data: await availabilityBody(ctx.deps.db, row) } };
     },
@@ -165,7 +177,9 @@ export const appointmentRoutes: Plugin = (routes) => {
     examples: { response: { data: { url: `https://api.example.com/v1/appointments/calendar.ics?token=${FEED_TOKEN_EXAMPLE}`, rotated_at: '2026-03-01T12:00:00.000Z' } } },
     response: { status: 201, schema: Type.Object({ data: FeedResponse }) },
     idempotency: false,
+    errors: ['forbidden'],
     handler: async ({ deps, principal, baseUrl }) => {
+      orgOnly(principal);
       const f = await rotateFeed(deps.db, principal.organizationId);
       return { status: 201, body: { data: { url: feedUrl(baseUrl, f.token), rotated_at: f.rotated_at.toISOString() } } };
     },
@@ -199,7 +213,11 @@ export const appointmentRoutes: Plugin = (routes) => {
     examples: { response: { data: APPOINTMENT_EXAMPLE } },
     params: IdParams,
     response: { status: 200, schema: One },
-    handler: async ({ deps, principal, params }) => reply(200)(await getAppointment(deps.db, principal.organizationId, params.id)),
+    errors: ['forbidden'],
+    handler: async ({ deps, principal, params }) => {
+      orgOnly(principal);
+      return reply(200)(await getAppointment(deps.db, principal.organizationId, params.id));
+    },
   });
 
   routes.add({
@@ -213,8 +231,9 @@ export const appointmentRoutes: Plugin = (routes) => {
     body: Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500, description: 'Why, for the record and the feed.' })) },
       { additionalProperties: false, description: 'A JSON object: {} or {"reason": ...}.' }),
     response: { status: 200, schema: One },
-    errors: ['state_conflict'],
+    errors: ['state_conflict', 'forbidden'],
     handler: async (ctx) => {
+      orgOnly(ctx.principal);
       const r = reply(200);
       return r(await cancelAppointment(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body.reason, ctx.idempotent(r)));
     },

@@ -8,6 +8,7 @@ import { exactSelection, selectCallerId, type CallerIdSelection } from '../../sh
 import { callForContent, getCall, listCalls } from '../../shared/calls/store.ts';
 import { contentScope, OPEN_SCOPE } from '../../shared/sub-entities/content-policy.ts';
 import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
+import { assertWholeOrganization, limitOf, listFilter } from '../../shared/sub-entities/limit.ts';
 import { hasRecording } from '../../shared/calls/recording.ts';
 import { recordingStore } from '../../shared/calls/recording-store.ts';
 import { CallResponse, callView, TranscriptResponse, transcriptView, viewOptions } from '../../shared/calls/views.ts';
@@ -201,7 +202,7 @@ export const callRoutes: Plugin = (routes) => {
       const page = deps.cursors.params('calls', query);
       assertSubEntityFilter(query.sub_entity_id);
       const rows = await listCalls(deps.db, principal.organizationId, page, ownCallsOf(principal),
-        { status: query.status, direction: query.direction, sub_entity_id: query.sub_entity_id });
+        { status: query.status, direction: query.direction, sub_entity_id: listFilter(principal, query.sub_entity_id) });
       const out = deps.cursors.page('calls', page, rows, (r) => r.id);
       const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentScope(deps.db, principal.organizationId) : OPEN_SCOPE, baseUrl);
       return { status: 200, body: { data: out.data.map((c) => callView(c, o)), meta: out.meta } };
@@ -224,14 +225,18 @@ export const callRoutes: Plugin = (routes) => {
       + 'the session signed out. Read-only.',
     examples: { response: 'retry: 3000\n: stream open\n\nevent: call\ndata: {"call_id":"0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98","status":"RINGING","type":"bridge","direction":"outbound","from_number":"+14155550123","to_number":"+14155554567","connect_number":"+14155550199","call_outcome":null,"failure_code":null,"failure_category":null,"disconnection_reason":null,"duration_seconds":null,"issued_by_user_id":null,"created_at":"2025-01-15T10:30:00.000Z","answered_at":null,"ended_at":null,"updated_at":"2025-01-15T10:30:00.412Z"}\n\n: heartbeat\n\n' },
     response: { status: 200, contentType: 'text/event-stream', description: 'An open stream of `event: call` messages and `: heartbeat` comments.' },
-    errors: ['rate_limited'],
-    handler: async ({ principal }) => ({
+    errors: ['rate_limited', 'forbidden'],
+    handler: async ({ principal }) => {
+      // The stream follows the whole organization's calls; a credential limited to a sub-entity reads GET /v1/calls.
+      assertWholeOrganization(principal, 'following the organization\'s live call stream');
+      return {
       status: 200,
       stream: {
         organizationId: principal.organizationId, onlyUserId: ownCallsOf(principal), credentialId: principal.keyId,
         userId: principal.userId, endsAtMs: 'expiresAtMs' in principal ? (principal as { expiresAtMs: number }).expiresAtMs : null,
       },
-    }),
+      };
+    },
   });
 
   routes.add({
@@ -243,7 +248,7 @@ export const callRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Call }) },
     handler: async ({ deps, principal, params, baseUrl }) => {
-      const call = await getCall(deps.db, principal.organizationId, params.id, ownCallsOf(principal));
+      const call = await getCall(deps.db, principal.organizationId, params.id, ownCallsOf(principal), limitOf(principal));
       if (!call) throw notFound(`Call ${params.id}`);
       const o = viewOptions(principal, principal.scopes.has('recordings:read') ? await contentScope(deps.db, principal.organizationId) : OPEN_SCOPE, baseUrl);
       return { status: 200, body: { data: callView(call, o) } };
@@ -273,7 +278,7 @@ export const callRoutes: Plugin = (routes) => {
     },
     errors: ['content_policy_forbidden'],
     handler: async ({ deps, principal, params }) =>
-      ({ status: 200, body: { data: transcriptView(await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal))) } }),
+      ({ status: 200, body: { data: transcriptView(await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal), limitOf(principal))) } }),
   });
 
   routes.add({
@@ -291,7 +296,7 @@ export const callRoutes: Plugin = (routes) => {
     response: { status: 200, contentType: 'audio/wav', description: 'WAV audio (format 7, μ-law, mono, 8 kHz)' },
     errors: ['content_policy_forbidden', 'service_unavailable'],
     handler: async ({ deps, principal, params }) => {
-      const call = await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal));
+      const call = await callForContent(deps.db, principal.organizationId, params.id, ownCallsOf(principal), limitOf(principal));
       if (!hasRecording(call)) {
         throw new DomainError('not_found', `Call ${params.id} has no recording (it was not recorded, not answered, or has not ended).`);
       }
@@ -329,6 +334,10 @@ export const callRoutes: Plugin = (routes) => {
     },
     handler: async ({ deps, principal, params, query }) => {
       const mode = (query.mode ?? 'hangup') as HangupMode;
+      // A credential limited to a sub-entity ends only that sub-entity's calls (another's: not_found, as another organization's).
+      if (limitOf(principal) !== null && !(await getCall(deps.db, principal.organizationId, params.id, null, limitOf(principal)))) {
+        throw notFound(`Call ${params.id}`);
+      }
       const applied = await deps.calls.transition(params.id, { type: 'hangup', mode, at: new Date() },
         { organizationId: principal.organizationId, bestEffort: true });
       if (!applied) throw notFound(`Call ${params.id}`);

@@ -31,7 +31,7 @@ const SESSION_EXAMPLE = { user: USER, organization: ORG, role: 'owner', scopes: 
 const MEMBER_EXAMPLE = { id: '9c3e5a70-1b2d-4f8e-a6c4-3d5e7f9a1b2c', email: 'sam@acmedental.example', name: null, role: 'developer',
   status: 'invited', created_at: '2026-11-20T15:04:05.000Z' };
 const KEY_EXAMPLE = { id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', name: 'CRM integration', prefix: 'olk_8Hq2xZ', scopes: ['calls:read', 'calls:write'],
-  allowed_from: ['+15125550100'], allowed_to: [], created_by_user_id: USER.id, created_at: '2026-11-20T15:04:05.000Z',
+  allowed_from: ['+15125550100'], allowed_to: [], sub_entity_id: null, created_by_user_id: USER.id, created_at: '2026-11-20T15:04:05.000Z',
   last_used_at: null, revoked_at: null };
 
 const Email = Type.String({ minLength: 3, maxLength: 254, description: 'The email the user signs in with.' });
@@ -244,7 +244,8 @@ export const consoleRoutes: Plugin = (routes) => {
     method: 'POST', path: '/v1/api-keys', scope: 'api_keys:write', tag: TAG, summary: 'Create an API key',
     description: 'Makes a key for the caller\'s user (created_by_user_id; calls it places name the user). Its scopes must be '
       + 'among the caller\'s own, and where the caller has a caller-ID or destination ceiling, the key\'s must lie within it '
-      + '(Authentication rule 8). The answer carries the key itself (`key`) this once: only its hash is kept. An '
+      + '(Authentication rule 8). Only a credential of the whole organization makes keys (a key limited to a sub-entity '
+      + 'answers 403 forbidden); sub_entity_id limits the new key to one sub-entity. The answer carries the key itself (`key`) this once: only its hash is kept. An '
       + 'Idempotency-Key is refused here, since the answer is never stored.',
     examples: { request: { name: 'CRM integration', scopes: ['calls:read', 'calls:write'], allowed_from: ['+15125550100'] },
       response: { data: { ...KEY_EXAMPLE, key: 'olk_8Hq2xZ7mB2k7nL4pW8sT1yZ6uE5aR0dF3gH9jK2l' } } },
@@ -253,10 +254,14 @@ export const consoleRoutes: Plugin = (routes) => {
       scopes: Type.Array(Type.String({ enum: [...SCOPES] }), { minItems: 1, maxItems: SCOPES.length, description: 'What the key may do (among your own scopes).' }),
       allowed_from: E164List('Caller-ID ceiling (E.164); empty or absent: any number of the organization.'),
       allowed_to: E164List('Destination ceiling (E.164); empty or absent: any destination.'),
+      sub_entity_id: Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'Limit the key to one '
+        + 'sub-entity of your organization (validation_error otherwise): it then sees and touches only that sub-entity\'s numbers, '
+        + 'calls, contacts and SMS, and cannot make keys or change HIPAA mode. Absent or null: the whole organization.' })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Type.Composite([ApiKeyResponse, Type.Object({
       key: Type.String({ description: 'The key itself, shown this once: store it now.' }) })], { description: 'The new key, with its secret.' }) }) },
     idempotency: false,
+    errors: ['forbidden'],
     handler: async ({ deps, principal, body }) => {
       const { apiKey, row } = await createKeyFor(deps.db, principal, body);
       return { status: 201, body: { data: { ...apiKeyView(row), key: apiKey } } };

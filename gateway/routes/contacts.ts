@@ -1,5 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
+import { assertWithin, createIn, limitOf, listFilter } from '../../shared/sub-entities/limit.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import type { Db } from '../../shared/db.ts';
 import { mergePolicy, policyView, readPolicy, writePolicy, policyFromRow, type PolicyRow } from '../../shared/compliance/policy.ts';
 import { PolicyResponse, WeekdaySchema } from '../../shared/compliance/schemas.ts';
 import { isTimeZone } from '../../shared/compliance/timezone.ts';
@@ -100,6 +103,12 @@ function checkE164(field: string, n: string | undefined) {
   if (n !== undefined && !isE164(n)) throw validationError({ [field]: 'is not a valid E.164 number' });
 }
 
+/** The contact, when the credential may see it: a credential limited to a sub-entity sees only that sub-entity's
+ *  contacts (another's, or one of none, is not_found as another organization's). */
+const contactFor = async (db: Db, p: Principal, id: string) => assertWithin(p, await getContact(db, p.organizationId, id), `Contact ${id}`);
+/** Before a write by id: a limited credential may touch only its sub-entity's contacts (no read for the others). */
+const guardContact = async (db: Db, p: Principal, id: string) => { if (limitOf(p) !== null) await contactFor(db, p, id); };
+
 export const contactRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/contacts', scope: 'contacts:write', tag: 'Contacts', summary: 'Create a contact',
@@ -115,7 +124,8 @@ export const contactRoutes: Plugin = (routes) => {
       checkE164('phone_number', ctx.body.phone_number);
       checkTimezone(ctx.body.timezone);
       const reply = (c: ContactRow) => ({ status: 201, body: { data: contactView(c) } });
-      return reply(await createContact(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
+      const input = { ...ctx.body, sub_entity_id: createIn(ctx.principal, ctx.body.sub_entity_id) };
+      return reply(await createContact(ctx.deps.db, ctx.principal.organizationId, input, ctx.idempotent(reply)));
     },
   });
   routes.add({
@@ -129,7 +139,7 @@ export const contactRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('contacts', query);
       assertSubEntityFilter(query.sub_entity_id);
-      const rows = await listContacts(deps.db, principal.organizationId, { tag: query.tag, phone_number: query.phone_number, sub_entity_id: query.sub_entity_id }, page);
+      const rows = await listContacts(deps.db, principal.organizationId, { tag: query.tag, phone_number: query.phone_number, sub_entity_id: listFilter(principal, query.sub_entity_id) }, page);
       const out = deps.cursors.page('contacts', page, rows, (c) => c.id);
       return { status: 200, body: { data: out.data.map(contactView), meta: out.meta } };
     },
@@ -141,9 +151,9 @@ export const contactRoutes: Plugin = (routes) => {
     examples: { response: { data: CONTACT_DETAIL } },
     params: IdParams, response: { status: 200, schema: Type.Object({ data: ContactDetail }) },
     handler: async ({ deps, principal, params }) => {
-      const c = await getContact(deps.db, principal.organizationId, params.id);
+      const c = await contactFor(deps.db, principal, params.id);
       const [history, outs, dnc] = await Promise.all([
-        callHistory(deps.db, principal.organizationId, c.phone_number),
+        callHistory(deps.db, principal.organizationId, c.phone_number, undefined, limitOf(principal)),
         listOptOuts(deps.db, principal.organizationId, c.phone_number),
         isOnDnc(deps.db, principal.organizationId, c.phone_number),
       ]);
@@ -163,8 +173,10 @@ export const contactRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       checkE164('phone_number', ctx.body.phone_number);
       checkTimezone(ctx.body.timezone);
+      await guardContact(ctx.deps.db, ctx.principal, ctx.params.id);
+      const patch = ctx.body.sub_entity_id === undefined ? ctx.body : { ...ctx.body, sub_entity_id: createIn(ctx.principal, ctx.body.sub_entity_id) };
       const reply = (c: ContactRow) => ({ status: 200, body: { data: contactView(c) } });
-      return reply(await updateContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
+      return reply(await updateContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, patch, ctx.idempotent(reply)));
     },
   });
   routes.add({
@@ -173,6 +185,7 @@ export const contactRoutes: Plugin = (routes) => {
       + 'Do-Not-Call list are per number and stay in force. Answers 204.',
     params: IdParams, response: { status: 204, description: 'Deleted' },
     handler: async (ctx) => {
+      await guardContact(ctx.deps.db, ctx.principal, ctx.params.id);
       const reply = () => ({ status: 204 });
       await deleteContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();
@@ -191,6 +204,7 @@ export const contactRoutes: Plugin = (routes) => {
       captured_at: Type.Optional(ISO('When the person gave consent (default now).')) }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Consent }) },
     handler: async (ctx) => {
+      await guardContact(ctx.deps.db, ctx.principal, ctx.params.id);
       const reply = (c: ConsentRow) => ({ status: 201, body: { data: consentView(c) } });
       return reply(await addConsent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body, ctx.idempotent(reply)));
     },
@@ -201,8 +215,10 @@ export const contactRoutes: Plugin = (routes) => {
     examples: { response: { data: [CONSENT] } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Type.Array(Consent, { description: 'The consent records, newest first.' }) }) },
-    handler: async ({ deps, principal, params }) =>
-      ({ status: 200, body: { data: (await listConsents(deps.db, principal.organizationId, params.id)).map(consentView) } }),
+    handler: async ({ deps, principal, params }) => {
+      await guardContact(deps.db, principal, params.id);
+      return { status: 200, body: { data: (await listConsents(deps.db, principal.organizationId, params.id)).map(consentView) } };
+    },
   });
   routes.add({
     method: 'DELETE', path: '/v1/contacts/{id}/consents/{consent_id}', scope: 'contacts:write', tag: 'Contacts',
@@ -212,6 +228,7 @@ export const contactRoutes: Plugin = (routes) => {
     params: ConsentParams, response: { status: 200, schema: Type.Object({ data: Consent }) },
     errors: ['state_conflict'],
     handler: async (ctx) => {
+      await guardContact(ctx.deps.db, ctx.principal, ctx.params.id);
       const reply = (c: ConsentRow) => ({ status: 200, body: { data: consentView(c) } });
       return reply(await revokeConsent(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.params.consent_id, ctx.idempotent(reply)));
     },
@@ -226,7 +243,7 @@ export const contactRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: Type.Array(OptOut, { description: 'The opt-out records, newest first.' }) }) },
     handler: async ({ deps, principal, params }) => {
-      const c = await getContact(deps.db, principal.organizationId, params.id);
+      const c = await contactFor(deps.db, principal, params.id);
       return { status: 200, body: { data: (await listOptOuts(deps.db, principal.organizationId, c.phone_number)).map(optOutView) } };
     },
   });
@@ -241,7 +258,7 @@ export const contactRoutes: Plugin = (routes) => {
     { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: OptOut }), also: { 200: 'The number was already opted out: the record in force.' } },
     handler: async (ctx) => {
-      const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
+      const c = await contactFor(ctx.deps.db, ctx.principal, ctx.params.id);
       const reply = (r: { row: OptOutRow; created: boolean }) => ({ status: r.created ? 201 : 200, body: { data: optOutView(r.row) } });
       return reply(await optOut(ctx.deps.db, ctx.principal.organizationId, c.phone_number, ctx.body.channel, ctx.body.source ?? 'api', ctx.idempotent(reply)));
     },
@@ -255,7 +272,7 @@ export const contactRoutes: Plugin = (routes) => {
     params: OptOutParams, response: { status: 200, schema: Type.Object({ data: OptOut }) },
     errors: ['state_conflict'],
     handler: async (ctx) => {
-      const c = await getContact(ctx.deps.db, ctx.principal.organizationId, ctx.params.id);
+      const c = await contactFor(ctx.deps.db, ctx.principal, ctx.params.id);
       const reply = (r: OptOutRow) => ({ status: 200, body: { data: optOutView(r) } });
       return reply(await optIn(ctx.deps.db, ctx.principal.organizationId, c.phone_number, ctx.params.channel, ctx.idempotent(reply)));
     },

@@ -5,7 +5,8 @@ import { setCnam } from '../../shared/cnam/registration.ts';
 import { numberDetailView, type LifecycleRow } from '../../shared/numbers/lifecycle.ts';
 import { PhoneNumberDetailResponse } from '../../shared/numbers/schemas.ts';
 import type { Plugin } from '../http/types.ts';
-import { DETAIL_EXAMPLE, IdParams } from './phone-number-lifecycle.ts';
+import { createIn } from '../../shared/sub-entities/limit.ts';
+import { DETAIL_EXAMPLE, guardNumber, IdParams } from './phone-number-lifecycle.ts';
 
 // Configuring a held number: its label, its caller name (CNAM; rules in shared/cnam) and its inbound routing.
 export const phoneNumberCnamRoutes: Plugin = (routes) => {
@@ -35,8 +36,11 @@ export const phoneNumberCnamRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetailResponse }) },
     errors: ['cnam_number_released'],
     handler: async (ctx) => {
+      await guardNumber(ctx.deps.db, ctx.principal, ctx.params.id);
+      // A limited credential keeps its numbers in its sub-entity (sub_entity_id: its own or omitted).
+      const body = ctx.body.sub_entity_id === undefined ? ctx.body : { ...ctx.body, sub_entity_id: createIn(ctx.principal, ctx.body.sub_entity_id) };
       const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
-      return reply(await setCnam(ctx.deps.db, ctx.deps.queues, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, ctx.body,
+      return reply(await setCnam(ctx.deps.db, ctx.deps.queues, ctx.deps.config, ctx.principal.organizationId, ctx.params.id, body,
         ctx.idempotent(reply)));
     },
   });

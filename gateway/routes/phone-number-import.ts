@@ -2,6 +2,7 @@
 // (the rules are shared/numbers/import.ts's, shared with the operator CLI's `number import`).
 import { Type } from '@sinclair/typebox';
 import { assertNumbersImportable, checkImportNumbers, IMPORT_BATCH_MAX, importNumbers, type ImportSummary } from '../../shared/numbers/import.ts';
+import { assertWholeOrganization } from '../../shared/sub-entities/limit.ts';
 import type { Plugin, Reply } from '../http/types.ts';
 import { DETAIL_EXAMPLE, PhoneNumberDetail } from './phone-number-lifecycle.ts';
 
@@ -57,9 +58,10 @@ export const phoneNumberImportRoutes: Plugin = (routes) => {
         }, { description: 'How many numbers got each result.' }),
       }),
     },
-    errors: ['numbers_not_importable'],
+    errors: ['numbers_not_importable', 'forbidden'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
+      assertWholeOrganization(principal, 'importing numbers');
       assertNumbersImportable(deps.config.carrier);
       const numbers = checkImportNumbers(body.numbers);
       const reply = (s: ImportSummary) => ({

@@ -2,6 +2,9 @@ import { Type } from '@sinclair/typebox';
 import {
   assertNumbersPurchasable, availableNumbers, getNumber, numberDetailView, purchaseNumber, releaseNumber, type LifecycleRow,
 } from '../../shared/numbers/lifecycle.ts';
+import { assertWholeOrganization, assertWithin, limitOf } from '../../shared/sub-entities/limit.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import type { Db } from '../../shared/db.ts';
 import { cancelQueuedCallsFrom } from '../../shared/calls/caller-id.ts';
 import { enqueueProvisioning } from '../../shared/numbers/provisioning.ts';
 import { MAX_PAGE_SIZE } from '../../shared/pagination.ts';
@@ -22,6 +25,12 @@ const AvailableNumber = Type.Object({
 }, { description: 'A number free to buy.' });
 
 export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The number\'s id.' }) });
+
+/** Before a write by id: a credential limited to a sub-entity touches only that sub-entity's numbers (another's, or one
+ *  of none, is not_found as another organization's). */
+export const guardNumber = async (db: Db, p: Principal, id: number): Promise<void> => {
+  if (limitOf(p) !== null) assertWithin(p, await getNumber(db, p.organizationId, id), 'Phone number');
+};
 
 export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
   routes.add({
@@ -64,9 +73,11 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A label for the number.' })),
     }, { additionalProperties: false }),
     response: { status: 202, schema: Type.Object({ data: PhoneNumberDetail }) },
-    errors: ['number_unavailable', 'numbers_from_trunk'],
+    errors: ['number_unavailable', 'numbers_from_trunk', 'forbidden'],
     handler: async (ctx) => {
       const { deps, principal, body } = ctx;
+      // Buying is an account purchase: a credential limited to a sub-entity cannot (its numbers are moved to it).
+      assertWholeOrganization(principal, 'buying numbers');
       assertNumbersPurchasable(deps.config.carrier);
       const reply = (r: LifecycleRow) => ({ status: 202, body: { data: numberDetailView(r) } });
       const row = await purchaseNumber(deps.db, principal, body, ctx.idempotent(reply));
@@ -89,7 +100,7 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
     handler: async ({ deps, principal, params }) => ({
-      status: 200, body: { data: numberDetailView(await getNumber(deps.db, principal.organizationId, params.id)) },
+      status: 200, body: { data: numberDetailView(assertWithin(principal, await getNumber(deps.db, principal.organizationId, params.id), 'Phone number')) },
     }),
   });
 
@@ -104,8 +115,10 @@ export const phoneNumberLifecycleRoutes: Plugin = (routes) => {
     examples: { response: { data: { ...DETAIL_EXAMPLE, status: 'RELEASED', is_active: false, released_at: '2026-11-21T09:30:00.000Z' } } },
     params: IdParams,
     response: { status: 200, schema: Type.Object({ data: PhoneNumberDetail }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
       const { deps, principal, params } = ctx;
+      await guardNumber(deps.db, principal, params.id);
       const reply = (r: LifecycleRow) => ({ status: 200, body: { data: numberDetailView(r) } });
       const row = await releaseNumber(deps.db, deps.queues, principal.organizationId, params.id, ctx.idempotent(reply));
       // After the commit; if this process dies first, origination's own check cancels them (shared/calls/caller-id.ts).

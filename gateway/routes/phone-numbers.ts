@@ -3,6 +3,7 @@ import { listPhoneNumbers } from '../../shared/numbers/list.ts';
 import { phoneNumberView } from '../../shared/numbers/records.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
+import { listFilter } from '../../shared/sub-entities/limit.ts';
 import { PhoneNumberResponse } from '../../shared/numbers/schemas.ts';
 import type { Plugin } from '../http/types.ts';
 import { ListMeta } from './schemas.ts';
@@ -30,7 +31,7 @@ export const phoneNumberRoutes: Plugin = (routes) => {
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('phone_numbers', query);
       assertSubEntityFilter(query.sub_entity_id);
-      const { rows, total } = await listPhoneNumbers(deps.db, principal.organizationId, page, { sub_entity_id: query.sub_entity_id });
+      const { rows, total } = await listPhoneNumbers(deps.db, principal.organizationId, page, { sub_entity_id: listFilter(principal, query.sub_entity_id) });
       const out = deps.cursors.page('phone_numbers', page, rows, (r) => r.id, total);
       return { status: 200, body: { data: out.data.map(phoneNumberView), meta: out.meta } };
     },

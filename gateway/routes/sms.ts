@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { contentScope } from '../../shared/sub-entities/content-policy.ts';
 import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
+import { assertNumberWithinDb, assertWithin, listFilter } from '../../shared/sub-entities/limit.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import { receiveInbound, type InboundResult } from '../../shared/sms/inbound.ts';
 import { acceptSend, getMessage, listMessages, messageView, sendQueue, type MessageRow } from '../../shared/sms/messages.ts';
@@ -113,7 +114,8 @@ export const smsRoutes: Plugin = (routes) => {
       const { limit, cursor, order, ...filters } = query;
       const page = deps.cursors.params('sms-messages', { limit, cursor, order });
       assertSubEntityFilter(filters.sub_entity_id);
-      const out = deps.cursors.page('sms-messages', page, await listMessages(deps.db, principal.organizationId, filters, page), (m) => m.id);
+      const rows = await listMessages(deps.db, principal.organizationId, { ...filters, sub_entity_id: listFilter(principal, filters.sub_entity_id) }, page);
+      const out = deps.cursors.page('sms-messages', page, rows, (m) => m.id);
       const content = await contentScope(deps.db, principal.organizationId);
       return { status: 200, body: { data: out.data.map((m) => messageView(m, content)), meta: out.meta } };
     },
@@ -127,7 +129,7 @@ export const smsRoutes: Plugin = (routes) => {
     params: UuidIdParams('message'),
     response: { status: 200, schema: Type.Object({ data: Message }) },
     handler: async ({ deps, principal, params }) => {
-      const m = await getMessage(deps.db, principal.organizationId, params.id);
+      const m = assertWithin(principal, await getMessage(deps.db, principal.organizationId, params.id), `Message ${params.id}`);
       return { status: 200, body: { data: messageView(m, await contentScope(deps.db, principal.organizationId)) } };
     },
   });
@@ -186,8 +188,10 @@ export const smsRoutes: Plugin = (routes) => {
       keyword: Nullable(Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Literal('help')]), 'The keyword the body is, or null.'),
       reply: Nullable(Message, 'The automatic reply (queued), or null when the body is no keyword.'),
     }, { description: 'What happened.' }) }) },
-    errors: ['idempotency_conflict'],
+    errors: ['idempotency_conflict', 'forbidden'],
     handler: async (ctx) => {
+      // A credential limited to a sub-entity simulates replies only to its own sub-entity's numbers.
+      await assertNumberWithinDb(ctx.deps.db, ctx.principal, ctx.body.to_number, 'to_number');
       const reply = (r: InboundResult) => ({ status: 201, body: { data: inboundView(r) } });
       return reply(await receiveInbound(ctx.deps.db, sendQueue(ctx.deps.queues), ctx.principal.organizationId,
         ctx.body, ctx.idempotent(reply)));

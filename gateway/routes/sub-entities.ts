@@ -3,6 +3,9 @@ import {
   createSubEntity, deleteSubEntity, getSubEntity, listHipaaAudit, listSubEntities, updateSubEntity, type SubEntityRow,
 } from '../../shared/sub-entities/sub-entities.ts';
 import { HipaaAuditResponse, hipaaAuditView, SubEntityResponse, subEntityView } from '../../shared/sub-entities/views.ts';
+import { assertWholeOrganization, limitOf, within } from '../../shared/sub-entities/limit.ts';
+import { notFound } from '../../shared/errors.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
 import { ListMeta, UuidIdParams } from './schemas.ts';
@@ -16,6 +19,13 @@ const fields = {
     { maxProperties: 20, description: 'String key/value pairs of your own: at most 20 keys of up to 40 characters, values up to 500. Replaces the whole map.' }),
 };
 const IdParams = UuidIdParams('sub-entity');
+
+/** A credential limited to a sub-entity sees only that one: any other id is not_found, as another organization's. */
+const visible = (p: Principal, id: string): string => {
+  if (!within(p, id)) throw notFound(`Sub-entity ${id}`);
+  return id;
+};
+
 
 const SUB_ENTITY_EXAMPLE = {
   id: '0193a5e1-2f4c-7a10-8b3d-5e6f7a8b9c0d', name: 'Acme Dental — Downtown', external_ref: 'clinic-014',
@@ -42,7 +52,9 @@ export const subEntityRoutes: Plugin = (routes) => {
     body: Type.Object({ name: fields.name, external_ref: Type.Optional(fields.external_ref), metadata: Type.Optional(fields.metadata) },
       { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: SubEntityResponse }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
+      assertWholeOrganization(ctx.principal, 'creating sub-entities');
       const reply = (s: SubEntityRow) => ({ status: 201, body: { data: subEntityView(s) } });
       return reply(await createSubEntity(ctx.deps.db, ctx.principal.organizationId, ctx.body, ctx.idempotent(reply)));
     },
@@ -50,14 +62,16 @@ export const subEntityRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/sub-entities', scope: 'sub_entities:read', tag: TAG, summary: 'List sub-entities',
     description: 'Lists the organization\'s sub-entities, newest first; paginated with limit, order and cursor. hipaa_mode '
-      + 'filters (send it again with each cursor). Read-only.',
+      + 'filters (send it again with each cursor). A key limited to a sub-entity sees only its own (any other id answers '
+      + '404 not_found; creating, deleting and changing hipaa_mode answer 403 forbidden). Read-only.',
     examples: { response: { data: [SUB_ENTITY_EXAMPLE], meta: { page_size: 20 } } },
     query: Type.Object({ ...PageQuery, hipaa_mode: Type.Optional(Type.Boolean({ description: 'Only sub-entities with HIPAA mode on (true) or off (false).' })) },
       { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(SubEntityResponse, { description: 'The sub-entities, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query }) => {
       const page = deps.cursors.params('sub_entities', query);
-      const rows = await listSubEntities(deps.db, principal.organizationId, page, { hipaa_mode: query.hipaa_mode });
+      const rows = await listSubEntities(deps.db, principal.organizationId, page,
+        { hipaa_mode: query.hipaa_mode, id: limitOf(principal) ?? undefined });
       const out = deps.cursors.page('sub_entities', page, rows, (s) => s.id);
       return { status: 200, body: { data: out.data.map(subEntityView), meta: out.meta } };
     },
@@ -68,7 +82,7 @@ export const subEntityRoutes: Plugin = (routes) => {
     examples: { response: { data: SUB_ENTITY_EXAMPLE } },
     params: IdParams, response: { status: 200, schema: Type.Object({ data: SubEntityResponse }) },
     handler: async ({ deps, principal, params }) =>
-      ({ status: 200, body: { data: subEntityView(await getSubEntity(deps.db, principal.organizationId, params.id)) } }),
+      ({ status: 200, body: { data: subEntityView(await getSubEntity(deps.db, principal.organizationId, visible(principal, params.id))) } }),
   });
   routes.add({
     method: 'PATCH', path: '/v1/sub-entities/{id}', scope: 'sub_entities:write', tag: TAG, summary: 'Change a sub-entity',
@@ -83,10 +97,10 @@ export const subEntityRoutes: Plugin = (routes) => {
       hipaa_mode: Type.Optional(Type.Boolean({ description: 'Turn HIPAA mode on or off; needs compliance:write.' })) },
     { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: SubEntityResponse }) },
-    errors: ['scope_missing'],
+    errors: ['scope_missing', 'forbidden'],
     handler: async (ctx) => {
       const reply = (s: SubEntityRow) => ({ status: 200, body: { data: subEntityView(s) } });
-      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.body,
+      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, visible(ctx.principal, ctx.params.id), ctx.body,
         { principal: ctx.principal, clientAddress: ctx.clientAddress }, ctx.idempotent(reply)));
     },
   });
@@ -99,9 +113,10 @@ export const subEntityRoutes: Plugin = (routes) => {
     params: IdParams,
     body: Type.Object({ hipaa_mode: Type.Boolean({ description: 'true: on; false: off.' }) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: SubEntityResponse }) },
+    errors: ['forbidden'],
     handler: async (ctx) => {
       const reply = (s: SubEntityRow) => ({ status: 200, body: { data: subEntityView(s) } });
-      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, { hipaa_mode: ctx.body.hipaa_mode },
+      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, visible(ctx.principal, ctx.params.id), { hipaa_mode: ctx.body.hipaa_mode },
         { principal: ctx.principal, clientAddress: ctx.clientAddress }, ctx.idempotent(reply)));
     },
   });
@@ -115,7 +130,7 @@ export const subEntityRoutes: Plugin = (routes) => {
     response: { status: 200, schema: Type.Object({ data: Type.Array(HipaaAuditResponse, { description: 'The changes, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, params, query }) => {
       const page = deps.cursors.params('sub_entity_hipaa_audit', query);
-      const rows = await listHipaaAudit(deps.db, principal.organizationId, params.id, page);
+      const rows = await listHipaaAudit(deps.db, principal.organizationId, visible(principal, params.id), page);
       const out = deps.cursors.page('sub_entity_hipaa_audit', page, rows, (a) => a.id);
       return { status: 200, body: { data: out.data.map(hipaaAuditView), meta: out.meta } };
     },
@@ -128,8 +143,9 @@ export const subEntityRoutes: Plugin = (routes) => {
       + 'keeps its sub-entity and its HIPAA boundary, so a sub-entity that has any stays. Its HIPAA audit rows are kept. '
       + 'Answers 204 with no body.',
     params: IdParams, response: { status: 204, description: 'Deleted' },
-    errors: ['state_conflict'],
+    errors: ['state_conflict', 'forbidden'],
     handler: async (ctx) => {
+      assertWholeOrganization(ctx.principal, 'deleting sub-entities');
       const reply = () => ({ status: 204 });
       await deleteSubEntity(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
       return reply();

@@ -17,6 +17,10 @@ export interface Principal {
   /** Ceiling of caller IDs and destinations; empty means any number the organization owns / any destination. */
   allowedFrom: readonly string[];
   allowedTo: readonly string[];
+  /** The one sub-entity this credential is limited to (an API key made with sub_entity_id, and the client tokens it
+   *  mints): it sees and touches only that sub-entity's resources (shared/sub-entities/limit.ts). Absent or null: the
+   *  whole organization. */
+  subEntityId?: string | null;
   /** Requests per minute for this credential. */
   rateLimit: number;
   /** What Idempotency-Keys are scoped to: the API key, or one client token (a token never replays its key's

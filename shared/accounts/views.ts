@@ -79,6 +79,8 @@ export const ApiKeyResponse = Type.Object({
   scopes: Type.Array(Type.String(), { description: 'What the key may do. A key of a user never does more than the user\'s role allows now.' }),
   allowed_from: Type.Array(Type.String(), { description: 'Caller-ID ceiling (E.164); empty: any number of the organization.' }),
   allowed_to: Type.Array(Type.String(), { description: 'Destination ceiling (E.164); empty: any destination.' }),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The one sub-entity the key is limited to (it and its client tokens see and '
+    + 'touch only that sub-entity\'s numbers, calls, contacts and SMS); null: the whole organization.'),
   created_by_user_id: Nullable(Type.String({ format: 'uuid' }), 'The user who made the key (calls it places name them); null for '
     + 'keys made by the admin CLI (organization keys).'),
   created_at: Type.String({ format: 'date-time', description: 'When the key was made.' }),
@@ -93,6 +95,7 @@ export const apiKeyView = (k: ApiKeyRow): Static<typeof ApiKeyResponse> => ({
   scopes: [...k.scopes].sort(),
   allowed_from: k.allowed_from,
   allowed_to: k.allowed_to,
+  sub_entity_id: k.sub_entity_id,
   created_by_user_id: k.user_id,
   created_at: k.created_at.toISOString(),
   last_used_at: k.last_used_at?.toISOString() ?? null,

@@ -22,6 +22,7 @@ import { usableCallerIds } from '../caller-ids/standing.ts';
 import { assertFactsAllow } from '../compliance/guard.ts';
 import { DomainError, validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
+import { assertNumberWithin } from '../sub-entities/limit.ts';
 import { assertSubEntityOf } from '../sub-entities/sub-entities.ts';
 import { callerIdEvidence, type CallerIdEvidence } from '../number-health/resolve.ts';
 import { isE164, parseE164, type ParsedNumber } from '../phone/e164.ts';
@@ -108,6 +109,8 @@ export async function placeCall(rt: CallRuntime, p: Principal, req: PlaceRequest
   const now = new Date(req.at ?? Date.now());
   const { limits: org, evidence, compliance, callerId: callerIdFacts } = await readPlacement(db, p.organizationId, req.from, to.e164, now.getTime());
 
+  // A credential limited to a sub-entity places calls only from that sub-entity's numbers (so the call lands in it).
+  assertNumberWithin(p, org.phone_sub_entity_id, F, req.from);
   // The call's sub-entity: its from_number's; a named one must be the organization's and agree with the number's.
   const subEntityId = org.phone_sub_entity_id ?? req.subEntityId ?? null;
   if (req.subEntityId != null && req.subEntityId !== org.phone_sub_entity_id) {

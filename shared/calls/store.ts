@@ -158,12 +158,13 @@ function updateSql(c: CallRow): string {
 }
 
 /** onlyUserId: the call only if that user placed it (an agent's credential reads only its own calls). */
-export async function getCall(db: Db, organizationId: string, id: string, onlyUserId: string | null = null): Promise<CallRow | null> {
+/** A call of the organization, or null. onlyUserId: only a call that user placed (an agent's credential);
+ *  onlySubEntityId: only a call of that sub-entity (a credential limited to it, shared/sub-entities/limit.ts). */
+export async function getCall(db: Db, organizationId: string, id: string, onlyUserId: string | null = null,
+  onlySubEntityId: string | null = null): Promise<CallRow | null> {
   if (!isUuid(id)) return null;
-  if (onlyUserId !== null) {
-    return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1 AND organization_id = $2 AND user_id = $3', [id, organizationId, onlyUserId]);
-  }
-  return db.oneOrNone<CallRow>('SELECT * FROM calls WHERE id = $1 AND organization_id = $2', [id, organizationId]);
+  return db.oneOrNone<CallRow>(`SELECT * FROM calls WHERE id = $1 AND organization_id = $2
+      AND ($3::uuid IS NULL OR user_id = $3) AND ($4::uuid IS NULL OR sub_entity_id = $4)`, [id, organizationId, onlyUserId, onlySubEntityId]);
 }
 
 export async function loadCall(db: Db, id: string): Promise<CallRow | null> {
@@ -189,8 +190,9 @@ export async function listCalls(db: Db, organizationId: string, p: PageParams, o
 /** A call of the organization whose content (transcript, recording, analysis) may be returned: not_found for an
  *  unknown or foreign call, content_policy_forbidden when the organization or the call's sub-entity pins content to a
  *  HIPAA boundary (the rule: shared/sub-entities/content-policy.ts). Every call-content route reads the call here. */
-export async function callForContent(db: Db, organizationId: string, id: string, onlyUserId: string | null = null): Promise<CallRow> {
-  const call = await getCall(db, organizationId, id, onlyUserId);
+export async function callForContent(db: Db, organizationId: string, id: string, onlyUserId: string | null = null,
+  onlySubEntityId: string | null = null): Promise<CallRow> {
+  const call = await getCall(db, organizationId, id, onlyUserId, onlySubEntityId);
   if (!call) throw notFound(`Call ${id}`);
   await assertCallContent(db, organizationId, call);
   return call;

@@ -125,13 +125,16 @@ export async function listContacts(db: Db, organizationId: string, f: ContactFil
 }
 
 /** How often the organization called the contact's number, and when last. */
-export async function callHistory(db: Db, organizationId: string, phone: string, now = new Date()): Promise<ContactDetail['call_history']> {
+/** onlySubEntityId: count only that sub-entity's calls (a credential limited to it). */
+export async function callHistory(db: Db, organizationId: string, phone: string, now = new Date(),
+  onlySubEntityId: string | null = null): Promise<ContactDetail['call_history']> {
   const r = await db.one<{ total: number; answered: number; last_24h: number; last_30d: number; last: Date | null }>(
     `SELECT count(*)::int AS total, count(*) FILTER (WHERE picked_up)::int AS answered,
             count(*) FILTER (WHERE created_at > $3::timestamptz - interval '24 hours')::int AS last_24h,
             count(*) FILTER (WHERE created_at > $3::timestamptz - interval '30 days')::int AS last_30d,
             max(created_at) AS last
-       FROM calls WHERE organization_id = $1 AND to_number = $2`, [organizationId, phone, now]);
+       FROM calls WHERE organization_id = $1 AND to_number = $2 AND ($4::uuid IS NULL OR sub_entity_id = $4)`,
+    [organizationId, phone, now, onlySubEntityId]);
   return { total: r.total, answered: r.answered, last_24_hours: r.last_24h, last_30_days: r.last_30d,
     last_called_at: r.last ? r.last.toISOString() : null };
 }

@@ -6,6 +6,7 @@
 //   HELP                                  nothing changes
 // and each keyword gets its automatic reply, recorded as an outbound message and sent like any other (the STOP
 // confirmation is sent even though the recipient just opted out).
+import { contentScope, OPEN_SCOPE, smsWebhookBody, type ContentScope } from '../sub-entities/content-policy.ts';
 import type { Db, WithinTx } from '../db.ts';
 import { recordOptOut, revokeOptOut } from '../contacts/opt-outs.ts';
 import { validationError } from '../errors.ts';
@@ -37,10 +38,11 @@ export function autoReplyText(k: Keyword, orgName: string): string {
 export interface InboundInput { from_number: string; to_number: string; body: string }
 export interface InboundResult { message: MessageRow; keyword: Keyword | null; reply: MessageRow | null }
 
-/** The payload of contact_replied (the reference does not show it). */
-export function contactRepliedData(m: MessageRow, keyword: Keyword | null) {
+/** The payload of contact_replied (the reference does not show it). A HIPAA-pinned message's carries body null and
+ *  body_withheld true (the rule: shared/sub-entities/content-policy.ts smsWebhookBody). */
+export function contactRepliedData(m: MessageRow, keyword: Keyword | null, content: ContentScope = OPEN_SCOPE) {
   return {
-    id: m.id, phone_number: m.remote_number, from_number: m.remote_number, to_number: m.local_number, body: m.body,
+    id: m.id, phone_number: m.remote_number, from_number: m.remote_number, to_number: m.local_number, ...smsWebhookBody(content, m),
     direction: 'inbound', status: m.status, keyword, channel: 'sms', created_at: m.created_at.toISOString(),
   };
 }
@@ -66,7 +68,8 @@ export async function receiveInbound(db: Db, q: Queue<SendJob>, organizationId: 
        VALUES ($1, $2, 'inbound', $3, $4, $5, $6, $7, 'received', 'sandbox', $8, $9, (SELECT sub_entity_id FROM phone_numbers WHERE organization_id = $2 AND phone_number = $3 AND status <> 'RELEASED')) RETURNING *`,
       [id, organizationId, input.to_number, input.from_number, input.body, measured.encoding, measured.segments,
         `SBXIN${id.replace(/-/g, '')}`, keyword]);
-    await recordEvent(tx, { organizationId, eventType: 'contact_replied', data: contactRepliedData(message, keyword) });
+    await recordEvent(tx, { organizationId, eventType: 'contact_replied',
+      data: contactRepliedData(message, keyword, await contentScope(tx, organizationId)) });
     // A STOP from an opted-out number, or a START from one that is not, changes nothing; either is still answered.
     const from = input.from_number;
     if (keyword === 'stop') await recordOptOut(tx, organizationId, from, 'sms', `sms_keyword:${input.body.trim().toUpperCase()}`);

@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { OPEN_SCOPE, smsBodyWithheld, type ContentScope } from '../sub-entities/content-policy.ts';
 import { assertSubEntityForNumber } from '../sub-entities/sub-entities.ts';
+import { assertNumberWithinDb } from '../sub-entities/limit.ts';
 import type { MessageResponse } from './schemas.ts';
 // SMS message records and accepting a send (POST /v1/sms/send). Accepting checks, in this order, and writes
 // nothing when one refuses:
@@ -158,6 +159,8 @@ export async function acceptSend(db: Db, q: Queue<SendJob>, p: Principal, req: S
   if (Object.keys(bad).length) throw validationError(bad);
   const measured = measureBody(req.body);
   await assertSubEntityForNumber(db, p.organizationId, req.sub_entity_id, req.from_number);
+  // A credential limited to a sub-entity sends only from that sub-entity's numbers (so the message lands in it).
+  await assertNumberWithinDb(db, p, req.from_number, 'from_number');
   assertWithinBounds(p, ['from_number', req.from_number], [['to_number', req.to_number]]);
   // Demo keys reach only the sandbox's 555 numbers, as on the call paths.
   if (p.isDemo && !isDemoDestination(req.to_number)) {

@@ -6,7 +6,9 @@
 //     content), and a call record's recording_url is null (callContentWithheld, shared/calls/views.ts);
 //   - call webhooks: their payloads (shared/calls/views.ts callEventPayload) carry no content for any call; the
 //     fields a receiver must never see for a pinned call are CALL_CONTENT_FIELDS (test/sub-entities checks both);
-//   - SMS bodies: null on list and read routes once the message is no longer queued (smsBodyWithheld).
+//   - SMS bodies: null on list and read routes once the message is no longer queued (smsBodyWithheld);
+//   - SMS webhooks (contact_replied; sms_sent, sms_delivered and sms_failed carry no body for any message): a pinned
+//     message's payload carries body null and body_withheld true (smsWebhookBody).
 // Routes ask this module, never the columns themselves.
 import type { Db, Tx } from '../db.ts';
 import { DomainError } from '../errors.ts';
@@ -42,6 +44,11 @@ export const callContentWithheld = (s: ContentScope, c: { sub_entity_id: string 
 /** An SMS body is withheld once the message left the queue (sent, delivered, undelivered, failed or received). */
 export const smsBodyWithheld = (s: ContentScope, m: { sub_entity_id: string | null; status: string }) =>
   m.status !== 'queued' && contentWithheld(s, m.sub_entity_id);
+
+/** The body an SMS webhook payload carries: null for a pinned message (its sub-entity in HIPAA mode, or the
+ *  organization's content policy hipaa), whatever its status. */
+export const smsWebhookBody = (s: ContentScope, m: { sub_entity_id: string | null; body: string }): { body: string | null; body_withheld: boolean } =>
+  (contentWithheld(s, m.sub_entity_id) ? { body: null, body_withheld: true } : { body: m.body, body_withheld: false });
 
 /** Throws content_policy_forbidden when the call's content is pinned (one round trip). */
 export async function assertCallContent(db: Db | Tx, organizationId: string, c: { id: string; sub_entity_id: string | null }): Promise<void> {

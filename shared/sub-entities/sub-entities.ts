@@ -6,6 +6,7 @@ import type { Principal } from '../accounts/principal.ts';
 import { writeWithin, type Db, type Tx, type WithinTx } from '../db.ts';
 import { DomainError, notFound, stateConflict, validationError } from '../errors.ts';
 import { isUuid, uuidv7 } from '../ids.ts';
+import { assertWholeOrganization } from './limit.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 
 export interface SubEntityRow {
@@ -86,9 +87,10 @@ export function assertSubEntityFilter(id: string | undefined, field = 'sub_entit
   if (id !== undefined && !isUuid(id)) throw validationError({ [field]: 'must be a sub-entity id (uuid)' });
 }
 
-export async function listSubEntities(db: Db, organizationId: string, p: PageParams, f: { hipaa_mode?: boolean } = {}): Promise<SubEntityRow[]> {
+export async function listSubEntities(db: Db, organizationId: string, p: PageParams, f: { hipaa_mode?: boolean; id?: string } = {}): Promise<SubEntityRow[]> {
   const values: unknown[] = [organizationId];
   let where = 'organization_id = $1';
+  if (f.id !== undefined) { values.push(f.id); where += ` AND id = $${values.length}`; }
   if (f.hipaa_mode !== undefined) { values.push(f.hipaa_mode); where += ` AND hipaa_mode = $${values.length}`; }
   const k = keysetClause('id', p, values.length + 1);
   return db.any<SubEntityRow>(`SELECT * FROM sub_entities WHERE ${where}${k.where}${k.tail}`, [...values, ...k.values]);
@@ -102,6 +104,7 @@ export async function updateSubEntity(db: Db, organizationId: string, id: string
     throw new DomainError('scope_missing', 'Changing hipaa_mode needs the compliance:write scope (never granted by default).',
       { fields: { hipaa_mode: 'needs the compliance:write scope' } });
   }
+  if (patch.hipaa_mode !== undefined) assertWholeOrganization(actor.principal, 'changing hipaa_mode', 'hipaa_mode');
   return db.tx('sub-entity-update', async (tx) => {
     const before = await tx.oneOrNone<SubEntityRow>(
       'SELECT * FROM sub_entities WHERE id = $1 AND organization_id = $2 FOR UPDATE', [isUuid(id) ? id : null, organizationId]);

@@ -27,11 +27,13 @@ interface Minter {
   is_demo: boolean;
   rate_limit_per_minute: number | null;
   role: string | null;
+  /** The sub-entity the minting key is limited to (a session: none); its tokens inherit it. */
+  sub_entity_id: string | null;
 }
 
 /** The minting API key (live, its user not removed), with its user's role. */
 const keyMinter = (db: Db, id: string) => db.oneOrNone<Minter & { disabled_at: Date | null }>(
-  `SELECT k.organization_id, k.user_id, k.scopes, k.allowed_from, k.allowed_to, k.is_demo, k.rate_limit_per_minute, u.role, u.disabled_at
+  `SELECT k.organization_id, k.user_id, k.scopes, k.allowed_from, k.allowed_to, k.is_demo, k.rate_limit_per_minute, k.sub_entity_id, u.role, u.disabled_at
      FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
     WHERE k.id = $1 AND k.revoked_at IS NULL`, [id]);
 
@@ -45,7 +47,7 @@ async function sessionMinter(db: Db, id: string): Promise<(Minter & { disabled_a
        FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.id = $1 AND s.revoked_at IS NULL AND s.expires_at > now() AND u.disabled_at IS NULL`, [id]);
   if (!row || !isRole(row.role)) return null;
-  return { ...row, scopes: [...ROLE_SCOPES[row.role]], allowed_from: [], allowed_to: [], is_demo: false, rate_limit_per_minute: null, disabled_at: null };
+  return { ...row, scopes: [...ROLE_SCOPES[row.role]], allowed_from: [], allowed_to: [], is_demo: false, rate_limit_per_minute: null, sub_entity_id: null, disabled_at: null };
 }
 
 export async function principalFromClaims(db: Db, c: ClientTokenClaims): Promise<ClientPrincipal | null> {
@@ -71,6 +73,7 @@ export async function principalFromClaims(db: Db, c: ClientTokenClaims): Promise
     isDemo: m.is_demo,
     allowedFrom: c.f,
     allowedTo: c.t.length ? c.t : m.allowed_to,
+    subEntityId: m.sub_entity_id,
     rateLimit: m.rate_limit_per_minute ?? (m.is_demo ? DEMO_RATE_LIMIT : DEFAULT_RATE_LIMIT),
     expiresAtMs: c.e * 1000,
   };

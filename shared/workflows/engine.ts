@@ -41,16 +41,19 @@ export interface EngineDeps { db: Db; queues: QueueRegistry; calls: CallRuntime;
 
 export interface StoredPrincipal {
   kind: Principal['kind']; key_id: string; user_id: string | null; is_demo: boolean; allowed_from: string[]; allowed_to: string[];
+  /** The sub-entity the creating credential is limited to (absent in workflows stored before it existed: none). */
+  sub_entity_id?: string | null;
 }
 
 export const storedPrincipal = (p: Principal): StoredPrincipal => ({
   kind: p.kind, key_id: p.keyId, user_id: p.userId, is_demo: p.isDemo, allowed_from: [...p.allowedFrom], allowed_to: [...p.allowedTo],
+  sub_entity_id: p.subEntityId ?? null,
 });
 
 function principalOf(orgId: string, s: StoredPrincipal): Principal {
   return {
     kind: s.kind, keyId: s.key_id, organizationId: orgId, userId: s.user_id, scopes: new Set(SCOPES), isDemo: s.is_demo,
-    allowedFrom: s.allowed_from, allowedTo: s.allowed_to, rateLimit: 0,
+    allowedFrom: s.allowed_from, allowedTo: s.allowed_to, subEntityId: s.sub_entity_id ?? null, rateLimit: 0,
   };
 }
 

@@ -26,7 +26,7 @@ t.test('a plain reply: stored, contact_replied, no keyword, no automatic reply',
     body: 'Yes, 10 AM works for me', channel: 'sms' });
   t.same(await getMessage(env, org, m.id), m, 'readable like any message');
   const ev = await eventually(async () => deliveries(rx, 'contact_replied', m.id)[0], 60_000);
-  t.same(ev.data, { id: m.id, phone_number: '+12125550140', from_number: '+12125550140', to_number: org.from, body: 'Yes, 10 AM works for me',
+  t.same(ev.data, { id: m.id, phone_number: '+12125550140', from_number: '+12125550140', to_number: org.from, body: 'Yes, 10 AM works for me', body_withheld: false,
     direction: 'inbound', status: 'received', keyword: null, channel: 'sms', created_at: m.created_at });
   const list = await env.request('GET', '/v1/sms/messages?direction=inbound', { key: org.api_key });
   t.same(list.body.data.map((x: any) => x.id), [m.id]);
