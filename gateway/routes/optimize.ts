@@ -15,7 +15,7 @@ import { PageQuery } from '../../shared/pagination.ts';
 import { asset, serve } from '../http/static-asset.ts';
 import type { HttpGateway, RawReply } from '../http/server.ts';
 import type { Plugin, RawRouteDoc } from '../http/types.ts';
-import { ListMeta, Nullable, UuidIdParams } from './schemas.ts';
+import { ListMeta, NOT_PROTOTYPE_KEY, Nullable, UuidIdParams } from './schemas.ts';
 
 // Optimize: website A/B tests. The API (properties, snippet, tests, ship, results, conversions) is here; the rules live
 // in shared/optimize. The tag and the collector are public raw routes (registerOptimizePublic).
@@ -45,7 +45,6 @@ const IdParams = UuidIdParams('test');
 const testReply = (status: number) => (tw: TestWithVariants) => ({ status, body: { data: testView(tw) } });
 
 /** Any key but __proto__, constructor, toString and hasOwnProperty. */
-const NOT_PROTOTYPE_KEY = '^(?!(__proto__|constructor|toString|hasOwnProperty)$)';
 
 export const optimizeRoutes: Plugin = (routes) => {
   routes.add({

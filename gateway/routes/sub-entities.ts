@@ -8,15 +8,16 @@ import { notFound } from '../../shared/errors.ts';
 import type { Principal } from '../../shared/accounts/principal.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
-import { ListMeta, UuidIdParams } from './schemas.ts';
+import { ListMeta, NOT_PROTOTYPE_KEY, UuidIdParams } from './schemas.ts';
 
 const TAG = 'Sub-entities';
 const described = SubEntityResponse.properties;
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200, description: described.name.description }),
   external_ref: Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()], { description: described.external_ref.description }),
-  metadata: Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }),
-    { maxProperties: 20, description: 'String key/value pairs of your own: at most 20 keys of up to 40 characters, values up to 500. Replaces the whole map.' }),
+  // Keys of 1-40 characters, never one that reaches a prototype (refused as an unknown field, as everywhere).
+  metadata: Type.Record(Type.String({ pattern: `${NOT_PROTOTYPE_KEY}.{1,40}$` }), Type.String({ maxLength: 500 }),
+    { additionalProperties: false, maxProperties: 20, description: 'String key/value pairs of your own: at most 20 keys of up to 40 characters, values up to 500. Replaces the whole map.' }),
 };
 const IdParams = UuidIdParams('sub-entity');
 
@@ -94,7 +95,8 @@ export const subEntityRoutes: Plugin = (routes) => {
     params: IdParams,
     body: Type.Object({ name: Type.Optional(fields.name), external_ref: Type.Optional(fields.external_ref),
       metadata: Type.Optional(fields.metadata),
-      hipaa_mode: Type.Optional(Type.Boolean({ description: 'Turn HIPAA mode on or off; needs compliance:write.' })) },
+      hipaa_mode: Type.Optional(Type.Boolean({ description: 'Turn HIPAA mode on or off; needs compliance:write.' })),
+      hipaa_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Why hipaa_mode changes (kept with the audit row; only with hipaa_mode).' })) },
     { additionalProperties: false, minProperties: 1 }),
     response: { status: 200, schema: Type.Object({ data: SubEntityResponse }) },
     errors: ['scope_missing', 'forbidden'],
@@ -109,14 +111,17 @@ export const subEntityRoutes: Plugin = (routes) => {
     description: 'Sets hipaa_mode (the same as PATCH /v1/sub-entities/{id} with hipaa_mode, for credentials that hold '
       + 'compliance:write without sub_entities:write). Audited when the value changes; setting the current value changes '
       + 'nothing and writes no audit row. ' + HIPAA,
-    examples: { request: { hipaa_mode: true }, response: { data: { ...SUB_ENTITY_EXAMPLE, hipaa_mode: true } } },
+    examples: { request: { hipaa_mode: true, reason: 'The clinic now handles patient records.' }, response: { data: { ...SUB_ENTITY_EXAMPLE, hipaa_mode: true } } },
     params: IdParams,
-    body: Type.Object({ hipaa_mode: Type.Boolean({ description: 'true: on; false: off.' }) }, { additionalProperties: false }),
+    body: Type.Object({
+      hipaa_mode: Type.Boolean({ description: 'true: on; false: off.' }),
+      reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Why (kept with the audit row).' })),
+    }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: SubEntityResponse }) },
     errors: ['forbidden'],
     handler: async (ctx) => {
       const reply = (s: SubEntityRow) => ({ status: 200, body: { data: subEntityView(s) } });
-      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, visible(ctx.principal, ctx.params.id), { hipaa_mode: ctx.body.hipaa_mode },
+      return reply(await updateSubEntity(ctx.deps.db, ctx.principal.organizationId, visible(ctx.principal, ctx.params.id), { hipaa_mode: ctx.body.hipaa_mode, hipaa_reason: ctx.body.reason },
         { principal: ctx.principal, clientAddress: ctx.clientAddress }, ctx.idempotent(reply)));
     },
   });

@@ -32,10 +32,11 @@ export interface HipaaAuditRow {
   user_id: string | null;
   client_address: string;
   changed_at: Date;
+  reason: string | null;
 }
 
 export interface SubEntityInput { name: string; external_ref?: string | null; metadata?: Record<string, string> }
-export interface SubEntityPatch { name?: string; external_ref?: string | null; metadata?: Record<string, string>; hipaa_mode?: boolean }
+export interface SubEntityPatch { name?: string; external_ref?: string | null; metadata?: Record<string, string>; hipaa_mode?: boolean; hipaa_reason?: string }
 
 /** Who changes HIPAA mode, for its audit row. */
 export interface HipaaActor { principal: Principal; clientAddress: string }
@@ -120,9 +121,9 @@ export async function updateSubEntity(db: Db, organizationId: string, id: string
       const p = actor.principal;
       await tx.none(
         `INSERT INTO sub_entity_hipaa_audit (id, organization_id, sub_entity_id, old_value, new_value, credential_kind,
-                credential_id, api_key_id, user_id, client_address) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+                credential_id, api_key_id, user_id, client_address, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         [uuidv7(), organizationId, id, before.hipaa_mode, patch.hipaa_mode, p.kind, p.keyId,
-          p.kind === 'api_key' ? p.keyId : null, p.userId, actor.clientAddress]);
+          p.kind === 'api_key' ? p.keyId : null, p.userId, actor.clientAddress, patch.hipaa_reason ?? null]);
     }
     await within?.(tx, row);
     return row;

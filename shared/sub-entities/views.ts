@@ -27,6 +27,7 @@ export const HipaaAuditResponse = Type.Object({
   user_id: Nullable(Type.String({ format: 'uuid' }), 'The user of the credential; null for an organization key without a user.'),
   client_address: Type.String({ description: 'The peer address of the connection the change came from.' }),
   changed_at: Type.String({ format: 'date-time', description: 'When it changed.' }),
+  reason: Nullable(Type.String(), 'Why, as the person changing it said (reason / hipaa_reason); null when none was given.'),
 }, { description: 'One change of a sub-entity\'s HIPAA mode.' });
 
 export const subEntityView = (s: SubEntityRow): Static<typeof SubEntityResponse> => ({
@@ -38,4 +39,5 @@ export const hipaaAuditView = (a: HipaaAuditRow): Static<typeof HipaaAuditRespon
   id: a.id, sub_entity_id: a.sub_entity_id, old_value: a.old_value, new_value: a.new_value,
   credential_kind: a.credential_kind as Static<typeof HipaaAuditResponse>['credential_kind'], credential_id: a.credential_id,
   api_key_id: a.api_key_id, user_id: a.user_id, client_address: a.client_address, changed_at: a.changed_at.toISOString(),
+  reason: a.reason ?? null,
 });

@@ -37,11 +37,11 @@ t.test('default page: 20 items, newest first, list envelope with cursor and tota
   t.ok(created.every((c: number, i: number) => i === 0 || c <= created[i - 1]), 'created_at never increases');
 });
 
-t.test('item shape: every field of the reference plus status, texting_status, source and inbound', async (t) => {
+t.test('item shape: every field of the reference plus status, texting_status, source, inbound and sub_entity_id', async (t) => {
   const r = await list('?limit=1');
   const n = r.body.data[0];
   t.same(Object.keys(n).sort(), ['cnam_display_name', 'cnam_rejection_reason', 'cnam_status', 'created_at', 'id', 'is_active', 'iso_country', 'name',
-    'organization_id', 'phone_number', 'provider', 'reputation_enrolled_at', 'source', 'inbound', 'status', 'texting_status', 'user_id'].sort());
+    'organization_id', 'phone_number', 'provider', 'reputation_enrolled_at', 'source', 'inbound', 'status', 'sub_entity_id', 'texting_status', 'user_id'].sort());
   t.equal(n.source, 'purchased', 'bootstrap numbers are bought (imported ones: test/numbers/import.test.ts)');
   t.equal(n.status, 'ACTIVE', 'the lifecycle status is listed (is_active is derived from it)');
   t.type(n.id, 'number');

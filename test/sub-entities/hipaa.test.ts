@@ -78,14 +78,14 @@ t.test('HIPAA mode needs compliance:write and is audited', async (t) => {
   t.equal(on.status, 200);
   t.equal(on.body.data.hipaa_mode, true);
   t.equal((await hipaaOn(org, comp, sub.id, true)).status, 200, 'same value again: no audit row');
-  const off = await env.request('PUT', `/v1/sub-entities/${sub.id}/hipaa`, { key: comp, body: { hipaa_mode: false } });
+  const off = await env.request('PUT', `/v1/sub-entities/${sub.id}/hipaa`, { key: comp, body: { hipaa_mode: false, reason: 'Clinic closed; records moved.' } });
   t.equal(off.body.data.hipaa_mode, false);
   const audit = await env.request('GET', `/v1/sub-entities/${sub.id}/hipaa-audit`, { key: org.api_key });
   t.equal(audit.status, 200);
   t.equal(audit.body.data.length, 2);
   t.match(audit.body.data[0], { old_value: true, new_value: false, credential_kind: 'api_key', api_key_id: compId, user_id: org.user_id,
-    client_address: /127\.0\.0\.1|::1/ });
-  t.match(audit.body.data[1], { old_value: false, new_value: true, api_key_id: compId });
+    client_address: /127\.0\.0\.1|::1/, reason: 'Clinic closed; records moved.' });
+  t.match(audit.body.data[1], { old_value: false, new_value: true, api_key_id: compId, reason: null });
   const other = await callOrg(env);
   t.equal((await hipaaOn(other, other.api_key, sub.id, true)).status, 403, 'scope checked first');
   const otherComp = await env.createKey({ organizationId: other.organization_id, userId: null, scopes: ['compliance:write', 'sub_entities:write'] });
