@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     await setLimits(db, org.organization_id, { daily_spend_cap_cents: 1_000_000_000_000 });
     const { apiKey } = await createApiKey(db, { organizationId: org.organization_id, userId: org.user_id, scopes: [...DEFAULT_ALL_SCOPES], rateLimitPerMinute: 100_000_000 });
     await db.none(`INSERT INTO contacts (id, organization_id, phone_number, name, tags)
-                   SELECT gen_random_uuid(), $1, '+1' || (2000000000 + g)::text, 'Person ' || g, ARRAY['bench'] FROM generate_series(1, $2) g`,
+                   SELECT gen_random_uuid(), $1, '+1212' || (2000000 + g)::text, 'Person ' || g, ARRAY['bench'] FROM generate_series(1, $2) g`,
     [org.organization_id, CONTACTS]);
     children.push(startProc('gateway', env, join(dir, 'gateway.log')));
     const workers = startProc('workers', env, join(dir, 'workers.log'));
@@ -95,6 +95,12 @@ async function main(): Promise<void> {
     const span = await db.one(`SELECT count(*)::int AS n, EXTRACT(EPOCH FROM max(started_at) - min(started_at))::float8 AS s FROM workflow_step_runs WHERE campaign_id = $1`, [task.campaign_id]);
     const stepsPerS = span.n / Math.max(0.001, span.s);
     const rss = peakRssMiB(workers.pid);
+    // Every SMS step must have been sent: a bench whose steps fail measures the failure path, not the engine.
+    const sms = await db.one(`SELECT count(*) FILTER (WHERE outcome = 'sent')::int AS sent, count(*) FILTER (WHERE outcome IS DISTINCT FROM 'sent')::int AS other,
+                                     min(detail) FILTER (WHERE outcome IS DISTINCT FROM 'sent') AS why
+                                FROM workflow_step_runs WHERE campaign_id = $1 AND type = 'sms'`, [task.campaign_id]);
+    console.log(`sms steps: ${sms.sent} sent, ${sms.other} not${sms.why ? ` (e.g. ${sms.why})` : ''}`);
+    if (sms.sent !== 2 * CONTACTS) throw new Error(`only ${sms.sent} of ${2 * CONTACTS} SMS steps were sent: the figures would not measure the engine`);
     console.log(`steps: ${span.n} in ${span.s.toFixed(1)} s = ${stepsPerS.toFixed(0)}/s (one workers process); total ${totalS.toFixed(1)} s; workers peak RSS ${rss.toFixed(0)} MiB`);
     const figures: Figure[] = [
       { name: 'contacts', value: CONTACTS, unit: 'contacts' },
@@ -103,6 +109,7 @@ async function main(): Promise<void> {
       { name: 'workflow steps per second per workers process', value: round(stepsPerS, 0), unit: 'steps/s' },
       { name: 'total (sms → wait 0.6 s → sms, to completed)', value: round(totalS, 1), unit: 's' },
       { name: 'workers peak RSS', value: round(rss, 0), unit: 'MiB' },
+      { name: 'SMS steps sent (all of them, or the run stops)', value: sms.sent, unit: 'messages' },
     ];
     const file = writeResult('workflows', figures, { note: `SANDBOX_TIME_SCALE ${SCALE}; load ${loadavg().map((x) => x.toFixed(1)).join(' ')}` });
     console.log(`written to ${file}`);
