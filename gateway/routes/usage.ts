@@ -57,16 +57,19 @@ export const usageRoutes: Plugin = (routes) => {
   routes.add({
     method: 'GET', path: '/v1/usage/summary', scope: 'usage:read', tag: 'Usage', summary: 'Read the usage summary',
     description: 'Today\'s and this month\'s usage (UTC), the plan (included voice minutes, used and remaining; null: no '
-      + 'minute limit) and the daily spend cap with what is left of it today. Read-only.',
+      + 'minute limit), the daily spend cap with what is left of it today, and the call limits (channels held at once, with '
+      + 'those in use now, and new calls per minute). Read-only.',
     examples: {
       response: { data: {
         today: DAY_EXAMPLE, month: { ...DAY_EXAMPLE, period: '2026-11' },
         plan: { subscription_active: true, included_voice_minutes: 1000, used_voice_minutes: 41, remaining_voice_minutes: 959 },
         spend_cap: { daily_cap_cents: 10000, today_cents: 158, remaining_today_cents: 9842 },
+        limits: { channel_limit: 10, channels_in_use: 2, calls_per_minute: 60 },
       } },
     },
     response: { status: 200, schema: Type.Object({ data: UsageSummaryResponse }) },
     handler: async ({ deps, principal }) =>
-      ({ status: 200, body: { data: await usageSummary(deps.db, principal.organizationId, new Date(deps.clock.now())) } }),
+      ({ status: 200, body: { data: await usageSummary(deps.db, principal.organizationId, new Date(deps.clock.now()),
+        () => deps.calls.channels.used(principal.organizationId)) } }),
   });
 };

@@ -39,4 +39,9 @@ export const UsageSummaryResponse = Type.Object({
     today_cents: Type.Integer({ description: 'Settled spend today (UTC).' }),
     remaining_today_cents: Type.Integer({ description: 'What is left of the cap today, before calls in progress.' }),
   }, { description: 'The daily spend cap.' }),
+  limits: Type.Object({
+    channel_limit: Type.Integer({ description: 'Channels the organization may hold at once (a bridge call holds 2, an AI or browser call 1); more answer 429 channel_limit_exceeded.' }),
+    channels_in_use: Type.Integer({ description: 'Channels held right now by calls in progress.' }),
+    calls_per_minute: Type.Integer({ description: 'New calls per minute; more answer 429 rate_limited.' }),
+  }, { description: 'The organization\'s call limits (set by an operator: npm run admin -- org limits) and how close it is to the channel limit.' }),
 }, { description: 'The summary.' });

@@ -88,13 +88,16 @@ export function periods(from: string, to: string, g: Granularity): string[] {
 
 export type UsageSummary = Static<typeof UsageSummaryResponse>;
 
-export async function usageSummary(db: Db, organizationId: string, now: Date): Promise<UsageSummary> {
+/** `channelsInUse`: the organization's held channels right now (the channel accounts in Redis). */
+export async function usageSummary(db: Db, organizationId: string, now: Date, channelsInUse: () => Promise<number>): Promise<UsageSummary> {
   const today = now.toISOString().slice(0, 10);
   const first = monthStart(now).toISOString().slice(0, 10);
-  const [days, org] = await Promise.all([
+  const [days, org, inUse] = await Promise.all([
     usageByPeriod(db, organizationId, first, today, 'day'),
-    db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string }>(
-      'SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap FROM organizations WHERE id = $1', [organizationId]),
+    db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string; channel_limit: number; calls_per_minute: number }>(
+      `SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap, channel_limit, calls_per_minute
+         FROM organizations WHERE id = $1`, [organizationId]),
+    channelsInUse(),
   ]);
   const month = days.reduce((m, d) => add(m, d), empty(first.slice(0, 7)));
   const day = days[days.length - 1];
@@ -107,6 +110,7 @@ export async function usageSummary(db: Db, organizationId: string, now: Date): P
       remaining_voice_minutes: org.voice_minutes_included === null ? null : Math.max(0, org.voice_minutes_included - used),
     },
     spend_cap: { daily_cap_cents: cap, today_cents: day.spend_cents.total, remaining_today_cents: Math.max(0, cap - day.spend_cents.total) },
+    limits: { channel_limit: org.channel_limit, channels_in_use: inUse, calls_per_minute: org.calls_per_minute },
   };
 }
 

@@ -138,6 +138,11 @@ if (chromiumSkip) {
     t.equal(Number(await minutes.getAttribute('value')), 4, 'four billed minutes used');
     t.equal(Number(await minutes.getAttribute('max')), 50, 'of the plan\'s 50');
     t.match(await page.locator('#meter-minutes-text').textContent(), '4 of 50 included minutes used (8 %); 46 left');
+    const limits = (await env.request('GET', '/v1/usage/summary', { key: org.api_key })).body.data.limits;
+    const channels = page.getByLabel('Channels in use');
+    t.equal(Number(await channels.getAttribute('max')), limits.channel_limit, 'the channel meter holds the channel limit');
+    t.match(await page.locator('#meter-channels-text').textContent(), `of ${limits.channel_limit} channels held right now`);
+    t.ok(await page.getByText(`At most ${limits.calls_per_minute} new calls per minute`).isVisible(), 'the call rate limit is said');
 
     // The values table can be shown on request, and is keyboard-reachable.
     await page.getByRole('button', { name: 'Show the values of Spend per day (last 30 days), values' }).click();

@@ -2,6 +2,7 @@
 // the numbers equal what the daily spend cap counts (org_daily_spend, calls' cost, spend_charges). The plan set with
 // the admin CLI: included minutes used up by those calls answer 402 voice_usage_exhausted. Validation, tenancy, scopes.
 import t from 'tap';
+import { ChannelAccounts } from '../../shared/channels/channel-accounts.ts';
 import { SpendAccounts } from '../../shared/spend/spend-accounts.ts';
 import { SpendCharges } from '../../shared/spend/charges.ts';
 import { keyer } from '../../shared/redis.ts';
@@ -29,6 +30,17 @@ t.test('a new organization has zero usage and an active plan with no minute limi
   const s = (await env.request('GET', '/v1/usage/summary', { key })).body.data;
   t.same(s.plan, { subscription_active: true, included_voice_minutes: null, used_voice_minutes: 0, remaining_voice_minutes: null });
   t.match(s.spend_cap, { daily_cap_cents: 100_000_000, today_cents: 0, remaining_today_cents: 100_000_000 });
+  const limits = await env.db.one('SELECT channel_limit, calls_per_minute FROM organizations WHERE id = $1', [org.organization_id]);
+  t.same(s.limits, { ...limits, channels_in_use: 0 }, 'the call limits, nothing held');
+});
+
+t.test('the summary\'s limits say how many channels are held right now', async (t) => {
+  const accounts = new ChannelAccounts(env.redis, keyer(env.config.redisPrefix), env.db);
+  const held = await accounts.admit(org.organization_id, '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98', 2, 1000);
+  t.ok(held.admitted);
+  t.teardown(() => accounts.release(org.organization_id, '0193a4d0-5c2e-7b8a-9d41-6f3e2a1b0c98'));
+  const s = (await env.request('GET', '/v1/usage/summary', { key })).body.data;
+  t.equal(s.limits.channels_in_use, 2, 'a bridge call\'s two channels');
 });
 
 t.test('calls on every path: counts, billed minutes by path and spend equal the cap\'s numbers', async (t) => {

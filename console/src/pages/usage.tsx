@@ -106,8 +106,10 @@ function PlanAndLimits({ summary, account }: { summary: Summary; account: Accoun
             <Meter id="meter-minutes" label="Voice minutes this month" value={plan.used_voice_minutes} max={plan.included_voice_minutes}
               text={`${plan.used_voice_minutes} of ${plan.included_voice_minutes} included minutes used (${percent(plan.used_voice_minutes, plan.included_voice_minutes)}); ${plan.remaining_voice_minutes ?? 0} left. At 0 calls are refused with voice_usage_exhausted until the 1st (UTC).`} />
           )}
+        <Meter id="meter-channels" label="Channels in use" value={summary.limits.channels_in_use} max={summary.limits.channel_limit}
+          text={`${summary.limits.channels_in_use} of ${summary.limits.channel_limit} channels held right now (a bridge call holds 2, an AI or browser call 1); a call beyond them is refused with channel_limit_exceeded.`} />
       </div>
-      <p class="hint">The account's other limits (channels, calls per minute, countries) are not exposed by the API yet; a call over one is refused with its error code.</p>
+      <p class="hint">At most {summary.limits.calls_per_minute} new calls per minute (more are refused with rate_limited). The limits are set by your operator.</p>
     </section>
   );
 }
