@@ -33,9 +33,14 @@ const empty = (period: string): UsagePeriod => ({
 });
 
 /** Usage of each period from `from` to `to` (UTC dates, inclusive), oldest first; periods without use are listed
- *  with zeros. */
-export async function usageByPeriod(db: Db, organizationId: string, from: string, to: string, g: Granularity): Promise<UsagePeriod[]> {
+ *  with zeros. `subEntityId` (the sub_entity_id filter, after shared/sub-entities/limit.ts listFilter): only the calls
+ *  and SMS messages of that sub-entity count (an SMS charge is its message's: spend_charges.ref is the message id);
+ *  reputation checks and remediation belong to the organization and count 0, and spend_cents.total is the sum of that
+ *  sub-entity's calls and SMS (org_daily_spend is kept per organization only). */
+export async function usageByPeriod(db: Db, organizationId: string, from: string, to: string, g: Granularity,
+  subEntityId?: string): Promise<UsagePeriod[]> {
   const bucket = (expr: string) => `to_char(${expr}, '${g === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'}')`;
+  const sub = subEntityId !== undefined;
   const [calls, charges, spend] = await db.task('usage', (t) => Promise.all([
     t.any<{ p: string; type: CallType; n: number; minutes: string; cents: string }>(
       `SELECT ${bucket("(c.created_at AT TIME ZONE 'UTC')")} AS p, c.type, count(*)::int AS n,
@@ -43,13 +48,17 @@ export async function usageByPeriod(db: Db, organizationId: string, from: string
          FROM calls c
         WHERE c.organization_id = $1 AND c.id >= $4::uuid AND c.id < $5::uuid
           AND c.created_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND c.created_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+          ${sub ? 'AND c.sub_entity_id = $6::uuid' : ''}
         GROUP BY 1, 2`, [organizationId, from, to, uuidv7Floor(new Date(`${from}T00:00:00Z`)),
-        uuidv7Floor(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000))]),
+        uuidv7Floor(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000)), subEntityId ?? null]),
     t.any<{ p: string; kind: string; quantity: string; cents: string }>(
       `SELECT ${bucket('s.day')} AS p, s.kind, sum(s.quantity) AS quantity, sum(s.cents) AS cents
-         FROM spend_charges s WHERE s.organization_id = $1 AND s.day BETWEEN $2::date AND $3::date GROUP BY 1, 2`,
-      [organizationId, from, to]),
-    t.any<{ p: string; cents: string }>(
+         FROM spend_charges s WHERE s.organization_id = $1 AND s.day BETWEEN $2::date AND $3::date
+         ${sub ? `AND s.kind = 'sms' AND EXISTS (SELECT 1 FROM sms_messages m
+                    WHERE m.id::text = s.ref AND m.organization_id = $1 AND m.sub_entity_id = $4::uuid)` : ''}
+        GROUP BY 1, 2`,
+      [organizationId, from, to, subEntityId ?? null]),
+    sub ? Promise.resolve([] as { p: string; cents: string }[]) : t.any<{ p: string; cents: string }>(
       `SELECT ${bucket('o.day')} AS p, sum(o.cents) AS cents
          FROM org_daily_spend o WHERE o.organization_id = $1 AND o.day BETWEEN $2::date AND $3::date GROUP BY 1`,
       [organizationId, from, to]),
@@ -69,6 +78,7 @@ export async function usageByPeriod(db: Db, organizationId: string, from: string
     if (r.kind === 'reputation_check') { u.reputation_checks += Number(r.quantity); u.spend_cents.reputation_checks += Number(r.cents); }
     if (r.kind === 'remediation') u.spend_cents.remediation += Number(r.cents);
   }
+  if (sub) for (const u of out.values()) u.spend_cents.total = u.spend_cents.calls + u.spend_cents.sms;
   for (const r of spend) at(r.p).spend_cents.total = Number(r.cents);
   return [...out.values()].sort((a, b) => a.period.localeCompare(b.period));
 }
@@ -88,12 +98,16 @@ export function periods(from: string, to: string, g: Granularity): string[] {
 
 export type UsageSummary = Static<typeof UsageSummaryResponse>;
 
-/** `channelsInUse`: the organization's held channels right now (the channel accounts in Redis). */
-export async function usageSummary(db: Db, organizationId: string, now: Date, channelsInUse: () => Promise<number>): Promise<UsageSummary> {
+/** `channelsInUse`: the organization's held channels right now (the channel accounts in Redis). `subEntityId`: today
+ *  and month are that sub-entity's (usageByPeriod); plan, spend cap and limits stay the organization's (they are
+ *  kept per organization: remaining minutes and what is left of the cap are what the organization has left). */
+export async function usageSummary(db: Db, organizationId: string, now: Date, channelsInUse: () => Promise<number>,
+  subEntityId?: string): Promise<UsageSummary> {
   const today = now.toISOString().slice(0, 10);
   const first = monthStart(now).toISOString().slice(0, 10);
-  const [days, org, inUse] = await Promise.all([
+  const [days, subDays, org, inUse] = await Promise.all([
     usageByPeriod(db, organizationId, first, today, 'day'),
+    subEntityId === undefined ? Promise.resolve(null) : usageByPeriod(db, organizationId, first, today, 'day', subEntityId),
     db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string; channel_limit: number; calls_per_minute: number }>(
       `SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap, channel_limit, calls_per_minute
          FROM organizations WHERE id = $1`, [organizationId]),
@@ -103,8 +117,9 @@ export async function usageSummary(db: Db, organizationId: string, now: Date, ch
   const day = days[days.length - 1];
   const cap = Number(org.cap);
   const used = month.minutes.total;
+  const shown = subDays ?? days;
   return {
-    today: day, month,
+    today: shown[shown.length - 1], month: subDays ? subDays.reduce((m, d) => add(m, d), empty(first.slice(0, 7))) : month,
     plan: {
       subscription_active: org.subscription_active, included_voice_minutes: org.voice_minutes_included, used_voice_minutes: used,
       remaining_voice_minutes: org.voice_minutes_included === null ? null : Math.max(0, org.voice_minutes_included - used),
