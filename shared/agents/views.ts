@@ -1,5 +1,6 @@
 // The voice agent as the API shows it: its response schema and the view that builds it.
 import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../response-schemas.ts';
 import type { AgentRow } from './agents.ts';
 
 export const AgentResponse = Type.Object({
@@ -8,6 +9,7 @@ export const AgentResponse = Type.Object({
   greeting: Type.String({ description: 'First sentence the agent speaks when answered.' }),
   prompt: Type.String({ description: 'Instructions for the conversation.' }),
   voice: Type.String({ description: 'Voice name of the speech engine (sandbox: any name; default "neutral").' }),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity the agent belongs to; null: the organization\'s.'),
   created_at: Type.String({ format: 'date-time', description: 'When the agent was created.' }),
   updated_at: Type.String({ format: 'date-time', description: 'When the agent was last changed.' }),
 }, { description: 'A voice agent.' });
@@ -18,6 +20,7 @@ export const agentView = (a: AgentRow): Static<typeof AgentResponse> => ({
   greeting: a.greeting,
   prompt: a.prompt,
   voice: a.voice,
+  sub_entity_id: a.sub_entity_id,
   created_at: a.created_at.toISOString(),
   updated_at: a.updated_at.toISOString(),
 });

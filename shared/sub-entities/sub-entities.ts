@@ -130,13 +130,15 @@ export async function updateSubEntity(db: Db, organizationId: string, id: string
   });
 }
 
-/** What belongs to a sub-entity, by kind (held numbers, live contacts, calls, SMS messages). */
+/** What belongs to a sub-entity, by kind (held numbers, live contacts, calls, SMS messages, live agents, documents). */
 export async function belongings(db: Db | Tx, id: string) {
-  return db.one<{ phone_numbers: number; contacts: number; calls: number; sms_messages: number }>(
+  return db.one<{ phone_numbers: number; contacts: number; calls: number; sms_messages: number; agents: number; documents: number }>(
     `SELECT (SELECT count(*)::int FROM phone_numbers WHERE sub_entity_id = $1 AND status <> 'RELEASED') AS phone_numbers,
             (SELECT count(*)::int FROM contacts WHERE sub_entity_id = $1 AND deleted_at IS NULL) AS contacts,
             (SELECT count(*)::int FROM calls WHERE sub_entity_id = $1) AS calls,
-            (SELECT count(*)::int FROM sms_messages WHERE sub_entity_id = $1) AS sms_messages`, [id]);
+            (SELECT count(*)::int FROM sms_messages WHERE sub_entity_id = $1) AS sms_messages,
+            (SELECT count(*)::int FROM agents WHERE sub_entity_id = $1 AND deleted_at IS NULL) AS agents,
+            (SELECT count(*)::int FROM documents WHERE sub_entity_id = $1) AS documents`, [id]);
 }
 
 /** Deletes a sub-entity nothing belongs to; otherwise state_conflict (status in_use) saying what belongs to it.
@@ -156,6 +158,7 @@ export async function deleteSubEntity(db: Db, organizationId: string, id: string
     }
     await tx.none(`UPDATE phone_numbers SET sub_entity_id = NULL WHERE sub_entity_id = $1`, [id]);
     await tx.none(`UPDATE contacts SET sub_entity_id = NULL WHERE sub_entity_id = $1`, [id]);
+    await tx.none(`UPDATE agents SET sub_entity_id = NULL WHERE sub_entity_id = $1`, [id]);
     await tx.none('DELETE FROM sub_entities WHERE id = $1', [id]);
     await within?.(tx, undefined);
   });
