@@ -12,6 +12,9 @@ import { DocumentResponse, documentView, PurposeSchema } from '../../shared/docu
 import { validationError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
+import type { Principal } from '../../shared/accounts/principal.ts';
+import { createIn, listFilter, within } from '../../shared/sub-entities/limit.ts';
+import { assertSubEntityFilter } from '../../shared/sub-entities/sub-entities.ts';
 import { ListMeta, UuidIdParams } from './schemas.ts';
 
 const ID = '01939a4e-7c2b-7a41-9d0e-5f2b8c1d4e6a';
@@ -19,8 +22,14 @@ const REG_ID = '01939a4b-1f00-7c3e-8a55-2d4e6f8a0b1c';
 const DOCUMENT = {
   id: ID, purpose: 'enterprise_registration', name: 'articles-of-organization.pdf', content_type: 'application/pdf', size_bytes: 184213,
   sha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', registration_id: REG_ID, agent_id: null,
-  content_url: `https://api.example.com/v1/documents/${ID}/content`, created_at: '2026-11-20T15:04:05.000Z',
+  sub_entity_id: null, content_url: `https://api.example.com/v1/documents/${ID}/content`, created_at: '2026-11-20T15:04:05.000Z',
 };
+
+/** What a credential may see of documents, by their sub-entity (the one rule: shared/sub-entities/limit.ts). */
+const seesFor = (p: Principal) => (subEntityId: string | null) => within(p, subEntityId);
+
+const SUB_ENTITY_DESCRIPTION = 'The sub-entity it belongs to (one of your organization\'s, else validation_error); omitted: '
+  + 'none (a key limited to a sub-entity: its own). While that sub-entity is in HIPAA mode the content is refused.';
 
 /** The body read for an upload: the file limit, base64's growth (JSON bodies) and room for the form's other parts. */
 const uploadBodyLimit = (config: Config) => Math.ceil(config.documentsMaxBytes * 4 / 3) + 64 * 1024;
@@ -34,6 +43,7 @@ const fields = {
 };
 const UploadBody = Type.Object({
   ...fields,
+  sub_entity_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: SUB_ENTITY_DESCRIPTION })),
   content_base64: Type.Optional(Type.String({ minLength: 1, description: 'JSON bodies: the file, base64 (standard alphabet).' })),
   content_type: Type.Optional(Type.String({ maxLength: 100,
     description: 'JSON bodies: the type the client believes it is; informational only, the stored type is read from the bytes.' })),
@@ -41,6 +51,7 @@ const UploadBody = Type.Object({
 const UploadForm = Type.Object({
   file: Type.String({ format: 'binary', description: 'The file (a PDF, PNG, JPEG or plain UTF-8 text).' }),
   ...fields,
+  sub_entity_id: Type.Optional(Type.String({ description: SUB_ENTITY_DESCRIPTION })),
 }, { additionalProperties: false });
 
 const One = Type.Object({ data: DocumentResponse });
@@ -50,7 +61,7 @@ export const documentRoutes: Plugin = (routes) => {
   routes.add({
     method: 'POST', path: '/v1/documents', scope: WRITE_SCOPES, tag: 'Documents', summary: 'Upload a document',
     description: 'Stores a file with the organization: multipart/form-data with the file in the part `file` and the text '
-      + 'fields `purpose`, `name`, `registration_id`, `agent_id`; or a JSON body with the file in `content_base64`. '
+      + 'fields `purpose`, `name`, `registration_id`, `agent_id`, `sub_entity_id`; or a JSON body with the file in `content_base64`. '
       + 'Accepted: PDF, PNG, JPEG and plain UTF-8 text, decided from the bytes alone (never the file name or a declared '
       + 'type): anything else, such as an executable or an HTML page named .pdf, or a damaged file, is validation_error '
       + 'naming `file`. At most DOCUMENTS_MAX_BYTES (default 10 MB): a larger file is validation_error naming `file`. '
@@ -90,7 +101,8 @@ export const documentRoutes: Plugin = (routes) => {
       const row = await createDocument({ db: ctx.deps.db, storage: ctx.deps.documents, config: ctx.deps.config },
         ctx.principal.organizationId, ctx.principal.scopes,
         { purpose: body.purpose, name: body.name, registration_id: body.registration_id, agent_id: body.agent_id, bytes,
-          filename: files.file?.filename ?? undefined }, ctx.idempotent(reply));
+          sub_entity_id: createIn(ctx.principal, body.sub_entity_id),
+          filename: files.file?.filename ?? undefined }, ctx.idempotent(reply), seesFor(ctx.principal));
       return reply(row);
     },
   });
@@ -99,16 +111,20 @@ export const documentRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/documents', scope: READ_SCOPES, tag: 'Documents', summary: 'List documents',
     description: 'Lists the organization\'s documents that the key may read, newest first: enterprise_registration '
       + 'documents with caller_trust:read, agent_knowledge documents with agents:read (a key with one of them sees only '
-      + 'those). Filter by purpose, registration_id or agent_id; paginated with limit, order and cursor.',
+      + 'those). Filter by purpose, registration_id, agent_id or sub_entity_id (a key limited to a sub-entity sees only '
+      + 'its own); paginated with limit, order and cursor.',
     examples: { response: { data: [DOCUMENT], meta: { page_size: 20 } } },
     query: Type.Object({ ...PageQuery, purpose: Type.Optional(PurposeSchema),
       registration_id: Type.Optional(Type.String({ description: 'Only documents attached to this enterprise registration.' })),
-      agent_id: Type.Optional(Type.String({ description: 'Only documents attached to this agent.' })) }, { additionalProperties: false }),
+      agent_id: Type.Optional(Type.String({ description: 'Only documents attached to this agent.' })),
+      sub_entity_id: Type.Optional(Type.String({ description: 'Only the documents of this sub-entity.' })) }, { additionalProperties: false }),
     response: { status: 200, schema: Type.Object({ data: Type.Array(DocumentResponse, { description: 'The documents, newest first (or oldest with order=asc).' }), meta: ListMeta }) },
     handler: async ({ deps, principal, query, baseUrl }) => {
+      assertSubEntityFilter(query.sub_entity_id);
       const page = deps.cursors.params('documents', query);
       const rows = await listDocuments(deps.db, principal.organizationId, readablePurposes(principal.scopes),
-        { purpose: query.purpose, registration_id: query.registration_id, agent_id: query.agent_id }, page);
+        { purpose: query.purpose, registration_id: query.registration_id, agent_id: query.agent_id,
+          sub_entity_id: listFilter(principal, query.sub_entity_id) }, page);
       const out = deps.cursors.page('documents', page, rows, (d) => d.id);
       return { status: 200, body: { data: out.data.map((d) => documentView(d, baseUrl)), meta: out.meta } };
     },
@@ -121,7 +137,7 @@ export const documentRoutes: Plugin = (routes) => {
     examples: { response: { data: DOCUMENT } },
     params: IdParams, response: { status: 200, schema: One },
     handler: async ({ deps, principal, params, baseUrl }) => ({
-      status: 200, body: { data: documentView(await getDocument(deps.db, principal.organizationId, principal.scopes, params.id), baseUrl) },
+      status: 200, body: { data: documentView(await getDocument(deps.db, principal.organizationId, principal.scopes, params.id, seesFor(principal)), baseUrl) },
     }),
   });
 
@@ -132,12 +148,15 @@ export const documentRoutes: Plugin = (routes) => {
       + 'X-Content-Type-Options: nosniff. Accepts one byte range (Range: bytes=a-b, a- or -n) answered 206 with '
       + 'Content-Range; a range starting past the end is 416; several or malformed ranges are ignored (200, whole file). '
       + 'Needs the read scope of its purpose. When this gateway already streams its maximum of files '
-      + '(RECORDING_STREAMS_MAX): service_unavailable with Retry-After: 1.',
+      + '(RECORDING_STREAMS_MAX): service_unavailable with Retry-After: 1. While the document\'s sub-entity is in HIPAA '
+      + 'mode: 403 content_policy_forbidden (its metadata stays readable).',
+    errors: ['content_policy_forbidden'],
     params: IdParams,
     response: { status: 200, contentType: 'application/octet-stream',
       description: 'The bytes (Content-Type: the detected type: application/pdf, image/png, image/jpeg or text/plain; charset=utf-8)' },
     handler: async ({ deps, principal, params }) => {
-      const { row, file } = await documentContent({ db: deps.db, storage: deps.documents }, principal.organizationId, principal.scopes, params.id);
+      const { row, file } = await documentContent({ db: deps.db, storage: deps.documents }, principal.organizationId, principal.scopes, params.id,
+        seesFor(principal));
       return {
         status: 200, file,
         headers: {
@@ -158,7 +177,7 @@ export const documentRoutes: Plugin = (routes) => {
     handler: async (ctx) => {
       const reply = () => ({ status: 204 });
       await deleteDocument({ db: ctx.deps.db, storage: ctx.deps.documents }, ctx.principal.organizationId, ctx.principal.scopes,
-        ctx.params.id, ctx.idempotent(reply));
+        ctx.params.id, ctx.idempotent(reply), seesFor(ctx.principal));
       return reply();
     },
   });

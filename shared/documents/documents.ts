@@ -12,6 +12,8 @@ import { DomainError, notFound, stateConflict, validationError } from '../errors
 import { isUuid, uuidv7 } from '../ids.ts';
 import { keysetClause, type PageParams } from '../pagination.ts';
 import type { Scope } from '../scopes.ts';
+import { assertDocumentContent } from '../sub-entities/content-policy.ts';
+import { assertSubEntityOf } from '../sub-entities/sub-entities.ts';
 import { detectDocumentType, type DocumentType } from './detect.ts';
 import type { DocumentStorage, StoredFile } from './storage.ts';
 
@@ -41,8 +43,15 @@ export interface DocumentRow {
   sha256: string;
   registration_id: string | null;
   agent_id: string | null;
+  /** The sub-entity it belongs to (null: the organization's); its HIPAA mode withholds the content. */
+  sub_entity_id: string | null;
   created_at: Date;
 }
+
+/** Whether the credential may see a document of that sub-entity (shared/sub-entities/limit.ts `within`, bound to the
+ *  principal by the route); by default every document of the organization. */
+export type SeesSubEntity = (subEntityId: string | null) => boolean;
+const ALL: SeesSubEntity = () => true;
 
 export interface DocumentDeps { db: Db; storage: DocumentStorage; config: { documentsMaxBytes: number } }
 
@@ -62,6 +71,8 @@ export interface NewDocument {
   name?: string;
   registration_id?: string;
   agent_id?: string;
+  /** The sub-entity it belongs to (one of the organization's, else validation_error); null or omitted: none. */
+  sub_entity_id?: string | null;
   bytes: Buffer;
   /** The uploaded file's name (multipart), used as the name when none is given. */
   filename?: string;
@@ -87,7 +98,7 @@ function cleanName(raw: string | undefined): string | null {
 
 /** Stores a document: checks scope, size, type and attachments, writes the file, then the row (see the top). */
 export async function createDocument(deps: DocumentDeps, organizationId: string, scopes: ReadonlySet<Scope>, input: NewDocument,
-  within?: WithinTx<DocumentRow>): Promise<DocumentRow> {
+  within?: WithinTx<DocumentRow>, sees: SeesSubEntity = ALL): Promise<DocumentRow> {
   const purpose = purposeOf(input, scopes);
   assertPurposeScope(scopes, purpose, 'write');
   const max = deps.config.documentsMaxBytes;
@@ -104,36 +115,40 @@ export async function createDocument(deps: DocumentDeps, organizationId: string,
     if (!reg) throw validationError({ registration_id: 'is not an enterprise registration of this organization' });
   }
   if (input.agent_id) {
-    const agent = isUuid(input.agent_id) ? await deps.db.oneOrNone('SELECT 1 FROM agents WHERE id = $1 AND organization_id = $2',
-      [input.agent_id, organizationId]) : null;
-    if (!agent) throw validationError({ agent_id: 'is not an agent of this organization' });
+    const agent = isUuid(input.agent_id) ? await deps.db.oneOrNone<{ sub_entity_id: string | null }>(
+      'SELECT sub_entity_id FROM agents WHERE id = $1 AND organization_id = $2', [input.agent_id, organizationId]) : null;
+    if (!agent || !sees(agent.sub_entity_id)) throw validationError({ agent_id: 'is not an agent of this organization' });
   }
+  await assertSubEntityOf(deps.db, organizationId, input.sub_entity_id);
   const id = uuidv7();
   const name = cleanName(input.name) ?? cleanName(input.filename) ?? `document.${detected.extension}`;
   const sha256 = createHash('sha256').update(input.bytes).digest('hex');
   await deps.storage.put(id, input.bytes);
   try {
     return await writeWithin(deps.db, within, (q) => q.one<DocumentRow>(`INSERT INTO documents
-        (id, organization_id, purpose, name, content_type, size_bytes, sha256, registration_id, agent_id)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
-    [id, organizationId, purpose, name, detected.type, input.bytes.length, sha256, input.registration_id ?? null, input.agent_id ?? null]));
+        (id, organization_id, purpose, name, content_type, size_bytes, sha256, registration_id, agent_id, sub_entity_id)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+    [id, organizationId, purpose, name, detected.type, input.bytes.length, sha256, input.registration_id ?? null, input.agent_id ?? null,
+      input.sub_entity_id ?? null]));
   } catch (err) {
     await deps.storage.remove(id).catch(() => undefined); // left behind, the sweep removes it
     throw err;
   }
 }
 
-export interface DocumentFilter { purpose?: Purpose; registration_id?: string; agent_id?: string }
+/** sub_entity_id: validated (assertSubEntityFilter) and forced for a limited key (listFilter) by the route. */
+export interface DocumentFilter { purpose?: Purpose; registration_id?: string; agent_id?: string; sub_entity_id?: string }
 
 /** A page of the organization's documents among `purposes` (those the key may read). */
 export async function listDocuments(db: Db, organizationId: string, purposes: Purpose[], f: DocumentFilter, p: PageParams): Promise<DocumentRow[]> {
   const allowed = f.purpose ? purposes.filter((x) => x === f.purpose) : purposes;
   if (!allowed.length) return [];
   if ((f.registration_id && !isUuid(f.registration_id)) || (f.agent_id && !isUuid(f.agent_id))) return [];
-  const k = keysetClause('id', p, 5);
+  const k = keysetClause('id', p, 6);
   return db.any(`SELECT * FROM documents WHERE organization_id = $1 AND purpose = ANY($2::text[])
-      AND ($3::uuid IS NULL OR registration_id = $3) AND ($4::uuid IS NULL OR agent_id = $4)${k.where}${k.tail}`,
-  [organizationId, allowed, f.registration_id ?? null, f.agent_id ?? null, ...k.values]);
+      AND ($3::uuid IS NULL OR registration_id = $3) AND ($4::uuid IS NULL OR agent_id = $4)
+      AND ($5::uuid IS NULL OR sub_entity_id = $5)${k.where}${k.tail}`,
+  [organizationId, allowed, f.registration_id ?? null, f.agent_id ?? null, f.sub_entity_id ?? null, ...k.values]);
 }
 
 async function findDocument(q: Db | Tx, organizationId: string, id: string, lock = false): Promise<DocumentRow | null> {
@@ -141,18 +156,21 @@ async function findDocument(q: Db | Tx, organizationId: string, id: string, lock
   return q.oneOrNone(`SELECT * FROM documents WHERE id = $1 AND organization_id = $2${lock ? ' FOR UPDATE' : ''}`, [id, organizationId]);
 }
 
-/** The document (not_found for another organization's), if the scopes may read its purpose. */
-export async function getDocument(db: Db, organizationId: string, scopes: ReadonlySet<Scope>, id: string): Promise<DocumentRow> {
+/** The document (not_found for another organization's, and for one of a sub-entity the credential may not see:
+ *  before the scope check, so nothing leaks), if the scopes may read its purpose. */
+export async function getDocument(db: Db, organizationId: string, scopes: ReadonlySet<Scope>, id: string,
+  sees: SeesSubEntity = ALL): Promise<DocumentRow> {
   const row = await findDocument(db, organizationId, id);
-  if (!row) throw notFound(`Document ${id}`);
+  if (!row || !sees(row.sub_entity_id)) throw notFound(`Document ${id}`);
   assertPurposeScope(scopes, row.purpose, 'read');
   return row;
 }
 
-/** The document and its stored file. */
+/** The document and its stored file; content_policy_forbidden while its sub-entity is in HIPAA mode. */
 export async function documentContent(deps: Pick<DocumentDeps, 'db' | 'storage'>, organizationId: string, scopes: ReadonlySet<Scope>,
-  id: string): Promise<{ row: DocumentRow; file: StoredFile }> {
-  const row = await getDocument(deps.db, organizationId, scopes, id);
+  id: string, sees: SeesSubEntity = ALL): Promise<{ row: DocumentRow; file: StoredFile }> {
+  const row = await getDocument(deps.db, organizationId, scopes, id, sees);
+  await assertDocumentContent(deps.db, organizationId, row);
   const file = await deps.storage.file(row.id);
   // A row without its file cannot come from our write order; it means the storage lost it.
   if (!file) throw new DomainError('internal_error', `The bytes of document ${id} are missing from the document storage.`);
@@ -161,9 +179,9 @@ export async function documentContent(deps: Pick<DocumentDeps, 'db' | 'storage'>
 
 /** Deletes the row, then the file. A document attached to a registration in vetting or approved stays (state_conflict). */
 export async function deleteDocument(deps: Pick<DocumentDeps, 'db' | 'storage'>, organizationId: string, scopes: ReadonlySet<Scope>,
-  id: string, within?: WithinTx<void>): Promise<void> {
+  id: string, within?: WithinTx<void>, sees: SeesSubEntity = ALL): Promise<void> {
   const existing = await findDocument(deps.db, organizationId, id);
-  if (!existing) throw notFound(`Document ${id}`);
+  if (!existing || !sees(existing.sub_entity_id)) throw notFound(`Document ${id}`);
   assertPurposeScope(scopes, existing.purpose, 'write');
   await deps.db.tx(async (tx) => {
     const row = await findDocument(tx, organizationId, id, true);

@@ -18,6 +18,8 @@ export const DocumentResponse = Type.Object({
   sha256: Type.String({ description: 'SHA-256 of the bytes (hex).' }),
   registration_id: Nullable(Type.String({ format: 'uuid' }), 'The enterprise registration it is attached to, or null.'),
   agent_id: Nullable(Type.String({ format: 'uuid' }), 'The agent it is attached to, or null.'),
+  sub_entity_id: Nullable(Type.String({ format: 'uuid' }), 'The sub-entity it belongs to, or null (the organization\'s). While '
+    + 'that sub-entity is in HIPAA mode its content answers 403 content_policy_forbidden; this metadata stays.'),
   content_url: Type.String({ description: 'Where to download the bytes (GET, the purpose\'s read scope).' }),
   created_at: Type.String({ format: 'date-time', description: 'When it was uploaded.' }),
 }, { description: 'A document: a file the organization keeps with the platform.' });
@@ -33,7 +35,7 @@ export const AttachedDocument = Type.Object({
 export function documentView(d: DocumentRow, baseUrl: string): Static<typeof DocumentResponse> {
   return {
     id: d.id, purpose: d.purpose, name: d.name, content_type: d.content_type, size_bytes: Number(d.size_bytes), sha256: d.sha256,
-    registration_id: d.registration_id, agent_id: d.agent_id, content_url: `${baseUrl}/v1/documents/${d.id}/content`,
+    registration_id: d.registration_id, agent_id: d.agent_id, sub_entity_id: d.sub_entity_id, content_url: `${baseUrl}/v1/documents/${d.id}/content`,
     created_at: d.created_at.toISOString(),
   };
 }

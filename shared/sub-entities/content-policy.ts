@@ -8,7 +8,10 @@
 //     fields a receiver must never see for a pinned call are CALL_CONTENT_FIELDS (test/sub-entities checks both);
 //   - SMS bodies: null on list and read routes once the message is no longer queued (smsBodyWithheld);
 //   - SMS webhooks (contact_replied; sms_sent, sms_delivered and sms_failed carry no body for any message): a pinned
-//     message's payload carries body null and body_withheld true (smsWebhookBody).
+//     message's payload carries body null and body_withheld true (smsWebhookBody);
+//   - documents (GET /v1/documents/{id}/content): the bytes of a document whose sub-entity is in HIPAA mode answer
+//     content_policy_forbidden (assertDocumentContent); its metadata stays. Only the sub-entity's mode pins a
+//     document: the organization's content_policy is about call and message content and does not.
 // Routes ask this module, never the columns themselves.
 import type { Db, Tx } from '../db.ts';
 import { DomainError } from '../errors.ts';
@@ -63,6 +66,19 @@ export async function assertCallContent(db: Db | Tx, organizationId: string, c: 
   if (r.sub) {
     throw new DomainError('content_policy_forbidden', `Call ${c.id} belongs to sub-entity ${c.sub_entity_id}, which is in HIPAA `
       + 'mode: its transcripts, recordings and analysis are never returned.',
+    { resolutionHint: 'Read the content inside your HIPAA boundary; HIPAA mode is changed only with compliance:write.' });
+  }
+}
+
+/** Throws content_policy_forbidden when the document's sub-entity is in HIPAA mode (one round trip; none for a
+ *  document of no sub-entity). */
+export async function assertDocumentContent(db: Db | Tx, organizationId: string, d: { id: string; sub_entity_id: string | null }): Promise<void> {
+  if (d.sub_entity_id === null) return;
+  const r = await db.oneOrNone<{ hipaa_mode: boolean }>(
+    'SELECT hipaa_mode FROM sub_entities WHERE id = $1 AND organization_id = $2', [d.sub_entity_id, organizationId]);
+  if (r?.hipaa_mode) {
+    throw new DomainError('content_policy_forbidden', `Document ${d.id} belongs to sub-entity ${d.sub_entity_id}, which is in `
+      + 'HIPAA mode: its content is never returned (its metadata is).',
     { resolutionHint: 'Read the content inside your HIPAA boundary; HIPAA mode is changed only with compliance:write.' });
   }
 }
