@@ -36,6 +36,7 @@ const AUDIT_EXAMPLE = {
   id: '0193a5e9-0b1c-7d2e-8f30-41a2b3c4d5e6', sub_entity_id: SUB_ENTITY_EXAMPLE.id, old_value: false, new_value: true,
   credential_kind: 'api_key', credential_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', api_key_id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24',
   user_id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', client_address: '203.0.113.7', changed_at: '2026-11-21T08:00:00.000Z',
+  reason: 'Clinic starts handling patient records',
 };
 
 const HIPAA = 'While hipaa_mode is true, every call-content route answers content_policy_forbidden for the sub-entity\'s '
