@@ -165,7 +165,7 @@ export const callRoutes: Plugin = (routes) => {
       if (body.to_number !== undefined && body.destination !== undefined) fields.destination = 'give to_number or destination (its deprecated name), not both';
       if (Object.keys(fields).length) throw new DomainError('validation_error', 'Use one spelling per field.', { fields });
       const legacy = body.caller_id !== undefined || body.destination !== undefined;
-      const agent = await resolveAgent(deps.db, principal.organizationId, body.agent_id, body.agent);
+      const agent = await resolveAgent(deps.db, principal, body.agent_id, body.agent);
       const reply = ({ call }: Placed) => ({
         status: 202, body: { data: { ...accepted(call), to_number: call.to_number, agent_id: call.agent_id } },
         deprecation: legacy ? LEGACY_SPELLING(baseUrl) : undefined,

@@ -3,6 +3,8 @@
 import { DEFAULT_VOICE, findAgent, type Agent } from '../agents/agents.ts';
 import type { Db } from '../db.ts';
 import { validationError } from '../errors.ts';
+import type { Principal } from '../accounts/principal.ts';
+import { within } from '../sub-entities/limit.ts';
 import type { AgentSettings } from './model.ts';
 
 export const DEFAULT_AGENT_NAME = 'Assistant';
@@ -10,7 +12,9 @@ export const DEFAULT_AGENT_NAME = 'Assistant';
 /** Settings given on the call itself: a greeting, the rest defaulted. */
 export type InlineAgent = Pick<Agent, 'greeting'> & Partial<Agent>;
 
-export async function resolveAgent(db: Db, organizationId: string, agentId: string | undefined, inline: InlineAgent | undefined): Promise<AgentSettings> {
+/** `principal`: the credential placing the call; one limited to a sub-entity may use only that sub-entity's agents. */
+export async function resolveAgent(db: Db, principal: Principal, agentId: string | undefined, inline: InlineAgent | undefined): Promise<AgentSettings> {
+  const organizationId = principal.organizationId;
   if (agentId !== undefined && inline !== undefined) {
     throw validationError({ agent: 'give either agent_id or agent, not both' });
   }
@@ -20,6 +24,6 @@ export async function resolveAgent(db: Db, organizationId: string, agentId: stri
   }
   if (agentId === undefined) throw validationError({ agent_id: 'is required (or inline settings in agent)' });
   const row = await findAgent(db, organizationId, agentId);
-  if (!row) throw validationError({ agent_id: 'is not an agent of your organization' });
+  if (!row || !within(principal, row.sub_entity_id)) throw validationError({ agent_id: 'is not an agent of your organization' });
   return { id: row.id, name: row.name, greeting: row.greeting, prompt: row.prompt, voice: row.voice };
 }

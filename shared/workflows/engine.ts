@@ -242,7 +242,7 @@ export async function runStep(d: EngineDeps, j: Extract<WorkflowJob, { kind: 'st
       case 'call': {
         const p = principalOf(c.organization_id, c.principal);
         try {
-          const agent = step.agent_id ? await resolveAgent(d.db, c.organization_id, step.agent_id, undefined) : undefined;
+          const agent = step.agent_id ? await resolveAgent(d.db, p, step.agent_id, undefined) : undefined;
           await placeCall(d.calls, p, {
             type: agent ? 'ai' : 'bridge', from: c.from_number, to: c.phone_number, connect: step.connect_number, agent,
             record: step.record ?? false, names: { from: 'from_number', to: 'to_number' },

@@ -165,6 +165,12 @@ t.test('agents: sub_entity_id on create, update, view and list; a limited key se
     t.equal((await env.request('DELETE', `/v1/agents/${id}`, { key: s.limited })).status, 404);
   }
   t.equal((await env.request('GET', `/v1/agents/${b.id}`, { key: s.key })).body.data.name, 'B agent', 'unchanged');
+  // An AI call from the limited key's own number with another sub-entity's agent is refused, nothing placed.
+  const callsBefore = (await env.db.one('SELECT count(*)::int AS n FROM calls WHERE organization_id = $1', [s.org.organization_id])).n;
+  const ai = await env.request('POST', '/v1/calls', { key: s.limited, body: { from_number: s.numbers.mine, to_number: '+14155554567', agent_id: b.id } });
+  t.equal(ai.status, 400, ai.text);
+  t.ok(ai.body.error.fields?.agent_id, 'the agent is named');
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM calls WHERE organization_id = $1', [s.org.organization_id])).n, callsBefore, 'no call row');
   const own = await create(s.limited, { name: 'Made by A' });
   t.equal(own.status, 201);
   t.equal(own.body.data.sub_entity_id, s.subA.id, 'what it creates lands in its sub-entity');
