@@ -71,6 +71,13 @@ export const AREAS: Plugin[] = [
   consoleRoutes,
 ];
 
+/** The areas whose routes narrow to a credential limited to a sub-entity (shared/sub-entities/limit.ts); every other
+ *  area's routes refuse such a credential. A route may differ from its area (RouteDef.subEntities). */
+const SUB_ENTITY_SCOPED = new Set<Plugin>([
+  accountRoutes, phoneNumberRoutes, phoneNumberCnamRoutes, phoneNumberLifecycleRoutes, phoneNumberImportRoutes, agentRoutes,
+  callRoutes, clientTokenRoutes, smsRoutes, contactRoutes, usageRoutes, documentRoutes, subEntityRoutes,
+]);
+
 export interface GatewayOptions {
   clock?: Clock;
   /** Extra areas (tests use this to exercise pipeline features such as deprecation on a route of their own). */
@@ -87,7 +94,7 @@ export async function buildGateway(services: ProcessDeps, readiness: () => Promi
   const gateway = new HttpGateway({ ...base, clock, cursors: new Cursors(secret, clock), calls: new CallRuntime(base, false),
     reputation: createReputationProvider(db, config), accounts: new AccountReader(db), mailer: createMailer(config, db),
     passwordResets: new FixedWindowLimiter(redis, { windowMs: 3600_000 }), documents: documentStorage(config) });
-  for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area);
+  for (const area of [...AREAS, ...(opts.plugins ?? [])]) gateway.register(area, { subEntityScoped: SUB_ENTITY_SCOPED.has(area) });
 
   gateway
     .addRaw('GET', '/healthz', () => ({ status: 200, contentType: 'application/json', body: '{"status":"ok"}' }))

@@ -19,6 +19,8 @@ export function routeErrorCodes(r: AnyRoute, raw = false): ErrorCode[] {
   if (r.path.includes('{')) codes.push('not_found');
   // A write made with a console session without its X-CSRF-Token is 403 forbidden (gateway/http/stages/auth.ts).
   if (r.scope && r.method !== 'GET') codes.push('idempotency_conflict', 'forbidden');
+  // A credential limited to a sub-entity is refused on routes of the whole organization (stages/scope.ts).
+  if (r.scope && r.subEntities !== 'scoped') codes.push('forbidden');
   return [...new Set([...codes, ...(r.errors ?? [])])];
 }
 

@@ -137,8 +137,10 @@ export class HttpGateway {
   /** The API routes (the OpenAPI document is built from them). */
   get router() { return this.pipeline.router; }
 
-  register(plugin: Plugin): this {
+  /** `subEntityScoped`: the area's routes narrow to a credential limited to a sub-entity (unless a route says otherwise). */
+  register(plugin: Plugin, o: { subEntityScoped?: boolean } = {}): this {
     plugin({ add: (r) => {
+      r.subEntities ??= o.subEntityScoped ? 'scoped' : 'organization';
       this.pipeline.add(r as AnyRoute);
       this.responseCheck?.add(r as AnyRoute);
       if (r.upload) {

@@ -120,6 +120,10 @@ export interface RouteDef<BS extends TSchema | undefined = TSchema | undefined,
   /** Required scope; a list: any one of them (the handler's domain narrows by what the key holds); null for public
    *  routes (no credential). */
   scope: RouteScope | null;
+  /** 'scoped': the route narrows what it reads and writes to a credential limited to a sub-entity (shared/sub-entities/
+   *  limit.ts); 'organization': it serves the whole organization, so such a credential is refused (403 forbidden).
+   *  Set per area at registration (gateway/app.ts SUB_ENTITY_SCOPED), or on a route to differ from its area. */
+  subEntities?: 'scoped' | 'organization';
   summary: string;
   /** A paragraph for the reference: what the operation does, its rules and the state it changes (Markdown). */
   description?: string;

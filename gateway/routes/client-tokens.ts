@@ -55,7 +55,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'POST', path: '/v1/webrtc-token', scope: 'voice:webrtc', tag: 'Browser calling',
+    method: 'POST', path: '/v1/webrtc-token', subEntities: 'organization', scope: 'voice:webrtc', tag: 'Browser calling',
     summary: 'Path A: get a browser call ticket',
     description: 'Admits a browser call (type webrtc) with the same checks as POST /v1/calls (destination, bounds, '
       + 'caller ID, call rate, spend cap, channels) and answers a single-use ticket. The call is QUEUED and holds one '
@@ -77,7 +77,7 @@ export const clientTokenRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'POST', path: '/v1/room-token', scope: 'voice:webrtc', tag: 'Browser calling',
+    method: 'POST', path: '/v1/room-token', subEntities: 'organization', scope: 'voice:webrtc', tag: 'Browser calling',
     summary: 'Path B (beta): get a room token',
     description: 'Admits a call (type room) with the same checks as POST /v1/calls and places it into a room of its own; '
       + 'the browser joins the room at room_url with the answered LiveKit access token, which grants joining that room '

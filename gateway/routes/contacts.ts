@@ -280,7 +280,7 @@ export const contactRoutes: Plugin = (routes) => {
 
   // The Do-Not-Call list.
   routes.add({
-    method: 'POST', path: '/v1/compliance/dnc', scope: 'contacts:write', tag: 'Contacts', summary: 'Add a number to the Do-Not-Call list',
+    method: 'POST', path: '/v1/compliance/dnc', subEntities: 'organization', scope: 'contacts:write', tag: 'Contacts', summary: 'Add a number to the Do-Not-Call list',
     description: 'Lists the number on the organization\'s internal Do-Not-Call list: every call path answers 403 '
       + 'dnc_suppressed for it, whatever the policy. 201 with the entry; 200 with the existing entry when already listed.',
     examples: { request: { phone_number: DNC.phone_number, reason: DNC.reason }, response: { data: DNC } },
@@ -294,7 +294,7 @@ export const contactRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'GET', path: '/v1/compliance/dnc', scope: 'contacts:read', tag: 'Contacts', summary: 'List the Do-Not-Call list',
+    method: 'GET', path: '/v1/compliance/dnc', subEntities: 'organization', scope: 'contacts:read', tag: 'Contacts', summary: 'List the Do-Not-Call list',
     description: 'The numbers on the organization\'s Do-Not-Call list, newest first; paginated with limit, order and cursor.',
     examples: { response: { data: [DNC], meta: { page_size: 20 } } },
     query: Type.Object(PageQuery, { additionalProperties: false }),
@@ -306,7 +306,7 @@ export const contactRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'DELETE', path: '/v1/compliance/dnc/{phone_number}', scope: 'contacts:write', tag: 'Contacts',
+    method: 'DELETE', path: '/v1/compliance/dnc/{phone_number}', subEntities: 'organization', scope: 'contacts:write', tag: 'Contacts',
     summary: 'Remove a number from the Do-Not-Call list',
     description: 'Takes the number off the list (the entry is kept as history); 404 when it is not listed. Answers 204.',
     params: DncParams, response: { status: 204, description: 'Removed' },
@@ -319,7 +319,7 @@ export const contactRoutes: Plugin = (routes) => {
 
   // The policy.
   routes.add({
-    method: 'GET', path: '/v1/compliance/policy', scope: 'contacts:read', tag: 'Contacts', summary: 'Read the compliance policy',
+    method: 'GET', path: '/v1/compliance/policy', subEntities: 'organization', scope: 'contacts:read', tag: 'Contacts', summary: 'Read the compliance policy',
     description: 'The organization\'s call compliance policy. A new organization has every rule off (updated_at null). Read-only.',
     examples: { response: { data: POLICY } },
     response: { status: 200, schema: Type.Object({ data: Policy }) },
@@ -329,7 +329,7 @@ export const contactRoutes: Plugin = (routes) => {
     },
   });
   routes.add({
-    method: 'PATCH', path: '/v1/compliance/policy', scope: 'compliance:write', tag: 'Contacts', summary: 'Change the compliance policy',
+    method: 'PATCH', path: '/v1/compliance/policy', subEntities: 'organization', scope: 'compliance:write', tag: 'Contacts', summary: 'Change the compliance policy',
     description: 'Changes the parts given (others keep their values) and answers the whole policy. Needs compliance:write, '
       + 'which no key gets by default (an administrator grants it: admin key create --scopes ...,compliance:write). '
       + 'Checked on every call path (POST /v1/calls/dial, POST /v1/calls, POST /v1/webrtc-token, POST /v1/room-token) '

@@ -135,7 +135,7 @@ export const smsRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'GET', path: '/v1/sms/registration', scope: 'sms:read', tag: 'SMS', summary: 'Read the texting registration',
+    method: 'GET', path: '/v1/sms/registration', subEntities: 'organization', scope: 'sms:read', tag: 'SMS', summary: 'Read the texting registration',
     description: 'Answers the organization\'s A2P 10DLC texting registration (status none when never submitted) and each '
       + 'held number\'s texting_status. Read-only.',
     examples: { response: { data: REGISTRATION_EXAMPLE } },
@@ -144,7 +144,7 @@ export const smsRoutes: Plugin = (routes) => {
   });
 
   routes.add({
-    method: 'POST', path: '/v1/sms/registration', scope: 'sms:write', tag: 'SMS', summary: 'Submit the texting registration',
+    method: 'POST', path: '/v1/sms/registration', subEntities: 'organization', scope: 'sms:write', tag: 'SMS', summary: 'Submit the texting registration',
     description: 'Submits a brand and a campaign for A2P 10DLC vetting: the registration becomes pending (202) and its '
       + 'numbers\' texting_status pending; vetting then approves it (numbers registered, texting allowed) or rejects it '
       + 'with a rejection_reason. Allowed when there is none or it was rejected; 409 state_conflict while '

@@ -173,3 +173,25 @@ t.test('contact_replied of a HIPAA sub-entity\'s message carries no body', async
   t.notOk(JSON.stringify(got.p.body).includes('diagnosis'), 'the words appear nowhere in the payload');
   t.equal(got.o.body.data.body, 'see you Tuesday', 'another sub-entity\'s reply carries its body');
 });
+
+// Routes of the whole organization refuse a limited key in the pipeline (gateway/http/stages/scope.ts): deny unless
+// the route narrows to the sub-entity. Each is readable with the organization's key.
+const WHOLE_ORGANIZATION = [
+  '/v1/number-health/numbers', '/v1/number-health/policy', '/v1/number-registration', '/v1/caller-trust/enterprise',
+  '/v1/caller-trust/reputation/numbers', '/v1/caller-ids', '/v1/tasks', '/api/v1/webhook_subscriptions', '/v1/optimize/properties',
+  '/v1/compliance/dnc', '/v1/compliance/policy', '/v1/sms/registration', '/v1/members', '/v1/api-keys', '/v1/sandbox/inbox',
+  '/v1/appointments',
+];
+t.test('a limited key is refused on every route of the whole organization', async (t) => {
+  const s = await setup();
+  const members = await env.createKey({ organizationId: s.org.organization_id, userId: s.org.user_id, scopes: [...DEFAULT_ALL_SCOPES, 'members:read' as never], subEntityId: s.subA.id });
+  for (const path of WHOLE_ORGANIZATION) {
+    const r = await env.request('GET', path, { key: path === '/v1/members' ? members.apiKey : s.limited });
+    t.equal(r.status, 403, `${path}: refused`);
+    t.equal(r.body.error?.code, 'forbidden', `${path}: forbidden, naming the limit`);
+    t.match(r.body.error?.message ?? '', /limited to sub-entity/);
+  }
+  const ok = await env.request('GET', '/v1/tasks', { key: s.key });
+  t.equal(ok.status, 200, 'the organization\'s key reads them');
+  t.equal((await env.request('GET', '/v1/account', { key: s.limited })).status, 200, 'its own identity stays readable');
+});
