@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import t, { type Test } from 'tap';
 import type { Browser, Page, Response } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createUser } from '../../shared/users/members.ts';
+import { axeClean, signInConsole } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
 import { ROOT } from '../helpers/env.ts';
 import { callEnv, callOrg } from '../calls/helpers.ts';
@@ -33,11 +33,7 @@ if (chromiumSkip) {
   const logoPath = join(SHOTS, 'trust-logo.png');
   await sharp({ create: { width: 400, height: 400, channels: 3, background: '#1d4ed8' } }).png().toFile(logoPath);
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
   const shoot = async (page: Page, name: string) => {
     for (const [w, h] of [[1280, 900], [390, 844]] as const) {
       await page.setViewportSize({ width: w, height: h });
@@ -45,13 +41,7 @@ if (chromiumSkip) {
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   };
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${env.url}/console/`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-  };
+  const signIn = (page: Page, email: string) => signInConsole(page, env.url, email, PASSWORD);
   const openTrust = async (page: Page) => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Caller trust' }).click();
     await page.getByRole('heading', { name: 'Caller trust', level: 1 }).waitFor();

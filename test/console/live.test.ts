@@ -1,10 +1,10 @@
 // The console's live updates in Chromium: the Calls page and a call's page follow GET /v1/calls/stream. A call dialed
 // through the API appears at the top of the call log and its status moves to COMPLETED without a reload; a call's
 // page moves from ANSWERED to COMPLETED (its timeline gains the end) when the call is hung up through the API.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createUser } from '../../shared/users/members.ts';
+import { axeClean } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { callEnv, callOrg, dial } from '../calls/helpers.ts';
 
@@ -19,11 +19,7 @@ if (chromiumSkip) {
   await createUser(env.db, { organizationId: org.organization_id, email: 'owner.live@example.com', role: 'owner', password: PASSWORD });
   const browser: Browser = await launchChromium(t);
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
 
   await t.test('Calls page: a dialed call appears and completes without a reload; a call page follows its call', async (t) => {
     const { page, problems } = await openPage(browser, t);

@@ -4,10 +4,10 @@
 // both pages without a single write control. axe-core: no serious or critical violation on each.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createUser } from '../../shared/users/members.ts';
+import { axeClean, signInConsole } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually, ROOT } from '../helpers/env.ts';
 import { startReceiver } from '../helpers/receiver.ts';
@@ -27,11 +27,7 @@ if (chromiumSkip) {
   await createUser(env.db, { organizationId: org.organization_id, email: 'viewer.pages@example.com', role: 'viewer', password: PASSWORD });
   const browser: Browser = await launchChromium(t);
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
   const shoot = async (page: Page, name: string) => {
     for (const [w, h] of [[1280, 900], [390, 844]] as const) {
       await page.setViewportSize({ width: w, height: h });
@@ -39,13 +35,7 @@ if (chromiumSkip) {
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   };
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${env.url}/console/`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-  };
+  const signIn = (page: Page, email: string) => signInConsole(page, env.url, email, PASSWORD);
   const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).click();
   const numbersOf = async () => (await env.request('GET', '/v1/phone-numbers', { key: org.api_key })).body.data as { phone_number: string; inbound: string; name: string }[];
 

@@ -8,8 +8,8 @@
 // or in a call.
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createUser } from '../../shared/users/members.ts';
+import { axeClean } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually } from '../helpers/env.ts';
 import { endedCall, freePort, phoneSkip, sipPlatform, sippCaller, startPhone } from '../sip/helpers.ts';
@@ -25,11 +25,7 @@ if (skip) {
   await createUser(p.env.db, { organizationId: p.org.organization_id, email: 'agent.incoming@example.com', role: 'agent', password: PASSWORD });
   const browser = await launchChromium(t);
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
   const stat = async (page: Page, name: string) => Number(await page.locator(`[data-stat="${name}"]`).textContent());
 
   /** A tab signed in as the agent on the Phone page, listening for the number. */

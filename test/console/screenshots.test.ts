@@ -7,11 +7,11 @@
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createSet } from '../../shared/number-health/sets.ts';
 import { createUser } from '../../shared/users/members.ts';
+import { axeClean, signInConsole } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually } from '../helpers/env.ts';
 import { startReceiver } from '../helpers/receiver.ts';
@@ -35,11 +35,7 @@ if (chromiumSkip) {
   await createSet(env.db, org.organization_id, owner.id, { name: 'Appointment reminders', members: [{ phone_id: member.id, role: 'PRIMARY' }] });
   const browser: Browser = await launchChromium(t);
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
   const written: string[] = [];
   const shoot = async (page: Page, name: string) => {
     for (const [w, h] of [[1280, 800], [390, 844]] as const) {
@@ -50,13 +46,7 @@ if (chromiumSkip) {
     }
     await page.setViewportSize({ width: 1280, height: 800 });
   };
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${env.url}/console/`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-  };
+  const signIn = (page: Page, email: string) => signInConsole(page, env.url, email, PASSWORD);
   const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
 
   await t.test('Numbers: Number Health and Number Sets per number; release after a confirmation', async (t) => {

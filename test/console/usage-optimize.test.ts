@@ -9,9 +9,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { AxeBuilder } from '@axe-core/playwright';
 import { createUser } from '../../shared/users/members.ts';
 import { setPlan } from '../../shared/usage/plan.ts';
+import { axeClean, signInConsole } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually, ROOT } from '../helpers/env.ts';
 import { callEnv, callOrg, dial, settled } from '../calls/helpers.ts';
@@ -65,11 +65,7 @@ if (chromiumSkip) {
   }
   const statusOf = async (id: string) => (await env.request('GET', `/v1/optimize/tests/${id}`, { key })).body.data;
 
-  const axe = async (t: Test, page: Page, name: string) => {
-    const r = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze();
-    const bad = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical axe violation`);
-  };
+  const axe = axeClean;
   /** Screenshots at 1280 and 390 px; at 390 the page must not scroll sideways. */
   const shoot = async (t: Test, page: Page, name: string) => {
     for (const [w, h] of [[1280, 900], [390, 844]] as const) {
@@ -95,13 +91,7 @@ if (chromiumSkip) {
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   };
-  const signIn = async (page: Page, email: string) => {
-    await page.goto(`${env.url}/console/`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-  };
+  const signIn = (page: Page, email: string) => signInConsole(page, env.url, email, PASSWORD);
   const nav = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).click();
   /** The cells of a table's row whose header cell is `rowName`. */
   const rowCells = async (page: Page, table: string, rowName: string | RegExp) =>
