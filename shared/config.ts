@@ -1,4 +1,6 @@
 // Every setting comes from the environment, read once. Ports are separate so two copies can run side by side.
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
@@ -341,7 +343,12 @@ export interface Cidr { address: string; prefix: number; family: 'ipv4' | 'ipv6'
 /** Settings of the SIP trunk carrier (shared/carriers/sip.ts, signaling/sip/); present exactly when CARRIER=sip. */
 export interface SipSettings {
   /** SIP_TRUNK_URI: where every outbound INVITE goes, e.g. sip:203.0.113.5:5060;transport=udp. */
-  trunk: { uri: string; host: string; port: number; transport: 'udp' | 'tcp' };
+  trunk: { uri: string; host: string; port: number; transport: 'udp' | 'tcp' | 'tls' };
+  /** SIP over TLS (required when SIP_TRUNK_URI says transport=tls, else null): SIP_TLS_CA (PEM file: the CAs that may
+   *  sign the trunk's certificate; unset: Node's bundled public roots), SIP_TLS_CERT and SIP_TLS_KEY (PEM files: our
+   *  certificate, served on the TLS listener and offered to the trunk when it asks for one), SIP_TLS_PORT (the TLS
+   *  listener's port on SIP_LISTEN's address; default SIP_LISTEN's port + 1, 0 when that is 0). */
+  tls: { ca: string | null; cert: string; key: string; port: number } | null;
   /** SIP_TRUNK_USERNAME and SIP_TRUNK_PASSWORD: digest credentials answered to a 401/407 (both or neither). */
   credentials: { username: string; password: string } | null;
   /** SIP_LISTEN: the address and port the user agent binds, UDP and TCP alike (default 127.0.0.1:5060; port 0 picks a
@@ -362,10 +369,10 @@ function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
   if (!raw) throw new Error('CARRIER=sip needs SIP_TRUNK_URI (e.g. sip:203.0.113.5:5060;transport=udp)');
   const uri = sipLib.parseUri(raw);
   const transport = (uri?.params.transport ?? 'udp').toLowerCase();
-  if (!uri || uri.schema !== 'sip' || uri.user || (transport !== 'udp' && transport !== 'tcp')) {
-    throw new Error(`SIP_TRUNK_URI must be sip:HOST[:PORT][;transport=udp|tcp] (no user part: the dialed number goes there), got "${raw}"`);
+  if (!uri || uri.schema !== 'sip' || uri.user || (transport !== 'udp' && transport !== 'tcp' && transport !== 'tls')) {
+    throw new Error(`SIP_TRUNK_URI must be sip:HOST[:PORT][;transport=udp|tcp|tls] (no user part: the dialed number goes there), got "${raw}"`);
   }
-  const port = uri.port || 5060;
+  const port = uri.port || (transport === 'tls' ? 5061 : 5060);
   if (port > 65535) throw new Error(`SIP_TRUNK_URI has no valid port, got "${raw}"`);
   const username = env.SIP_TRUNK_USERNAME || '';
   const password = env.SIP_TRUNK_PASSWORD || '';
@@ -394,6 +401,7 @@ function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
   if (!Number.isInteger(price) || price < 0) throw new Error(`SIP_PRICE_PER_MINUTE_CENTS must be a whole number of cents, got "${env.SIP_PRICE_PER_MINUTE_CENTS}"`);
   return {
     trunk: { uri: raw, host: uri.host, port, transport },
+    tls: transport === 'tls' ? sipTlsSettings(env, listenPort) : null,
     credentials: username ? { username, password } : null,
     listen: { host: listenHost, port: listenPort },
     allow,
@@ -401,6 +409,28 @@ function sipSettings(env: NodeJS.ProcessEnv): SipSettings {
     pricePerMinuteCents: price,
     inboundRingSeconds: numberSetting('SIP_INBOUND_RING_SECONDS', 30, env, (n) => Number.isInteger(n) && n >= 1 && n <= 300, 'a whole number of seconds in 1..300'),
   };
+}
+
+/** SIP over TLS: the files are read (and checked) here, so a wrong path or a file that is not PEM stops the process at
+ *  start naming its variable. Our certificate is required: the trunk sends its in-dialog requests (a BYE after our
+ *  connection went idle) and inbound calls to our Contact, which must be a TLS listener. */
+function sipTlsSettings(env: NodeJS.ProcessEnv, listenPort: number): NonNullable<SipSettings['tls']> {
+  const pem = (name: string, check: (text: string) => unknown): string => {
+    const path = env[name];
+    if (!path) throw new Error(`SIP_TRUNK_URI says transport=tls: set ${name} (a PEM file)`);
+    let text: string;
+    try { text = readFileSync(path, 'utf8'); } catch (err) { throw new Error(`${name} cannot be read (${(err as Error).message})`); }
+    try { check(text); } catch (err) { throw new Error(`${name} is not a PEM ${name === 'SIP_TLS_KEY' ? 'private key' : 'certificate'} (${(err as Error).message})`); }
+    return text;
+  };
+  const cert = pem('SIP_TLS_CERT', (s) => new X509Certificate(s));
+  const key = pem('SIP_TLS_KEY', (s) => createPrivateKey(s));
+  if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) throw new Error('SIP_TLS_KEY is not the private key of SIP_TLS_CERT');
+  const ca = env.SIP_TLS_CA ? pem('SIP_TLS_CA', (s) => new X509Certificate(s)) : null;
+  const port = numberSetting('SIP_TLS_PORT', listenPort === 0 ? 0 : Math.min(listenPort + 1, 65535), env,
+    (n) => Number.isInteger(n) && n >= 0 && n <= 65535, 'a port number (0..65535; 0 picks a free one)');
+  if (port !== 0 && port === listenPort) throw new Error(`SIP_TLS_PORT (${port}) is SIP_LISTEN's port, which UDP and TCP use`);
+  return { ca, cert, key, port };
 }
 
 /** An address (a /32 or /128) or a CIDR network; null when it is neither. */

@@ -63,7 +63,7 @@ export async function startSignaling(config: Config, log: Logger): Promise<Runni
     const port = uWS.us_socket_local_port(listenSocket);
     return {
       info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance,
-        media: mediaSettings?.controlUrl ?? null, sip: sip?.address ?? null },
+        media: mediaSettings?.controlUrl ?? null, sip: sip?.address ?? null, sip_tls: sip?.tlsAddress ?? null },
       stop,
     };
   } catch (err) {

@@ -103,7 +103,7 @@ export class OutboundLeg implements DialogHandler {
     const trunkHost = s.trunk.host;
     const to = sipUser(this.req.number, s.userFormat);
     const from = sipUser(this.req.from, s.userFormat);
-    const transportParam = s.trunk.transport === 'tcp' ? ';transport=tcp' : '';
+    const transportParam = s.trunk.transport === 'udp' ? '' : `;transport=${s.trunk.transport}`;
     this.invite = {
       method: 'INVITE',
       uri: `sip:${to}@${trunkHost}:${s.trunk.port}${transportParam}`,

@@ -73,6 +73,8 @@ export class SipService {
 
   /** What the ready line says about SIP. */
   get address(): string { return `${this.rt.deps.config.sip!.listen.host}:${this.ua.port}`; }
+  /** Where the TLS listener is (null: the trunk does not speak TLS). */
+  get tlsAddress(): string | null { return this.ua.transport.tlsPort ? `${this.rt.deps.config.sip!.listen.host}:${this.ua.transport.tlsPort}` : null; }
 
   async start(): Promise<void> {
     const { redis, config } = this.rt.deps;

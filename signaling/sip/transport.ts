@@ -1,15 +1,17 @@
 // The SIP user agent's transport (ours; the `sip` package's parser, serializer and stream framing): one UDP socket
-// and one TCP listener on SIP_LISTEN, plus TCP connections to the trunk. Every message is checked before the user
+// and one TCP listener on SIP_LISTEN, a TLS listener on SIP_TLS_PORT when the trunk speaks TLS, plus TCP or TLS
+// connections to the trunk (TLS: the trunk's certificate checked against SIP_TLS_CA and its address or name). Every message is checked before the user
 // agent sees it, and anything malformed is dropped without an answer: more than MAX_MESSAGE_BYTES, not SIP, missing
 // Via / Call-ID / CSeq / From / To, a CSeq whose method is not the request's, or (UDP) a Content-Length longer than
-// the body. TCP connections from outside SIP_TRUNK_ALLOW are closed at once; UDP senders are judged by the user agent
+// the body. TCP and TLS connections from outside SIP_TRUNK_ALLOW are closed at once (before any TLS handshake); UDP senders are judged by the user agent
 // (it answers their requests 403).
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, createServer, type Server, type Socket as TcpSocket } from 'node:net';
+import { connect as tlsConnect, createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import sip from 'sip';
 import type { Logger } from '../../shared/log.ts';
 
-export type Protocol = 'UDP' | 'TCP';
+export type Protocol = 'UDP' | 'TCP' | 'TLS';
 export interface Remote { protocol: Protocol; address: string; port: number }
 
 /** The largest message taken: far above any real SIP message, far below a 64 KB datagram. */
@@ -21,8 +23,11 @@ export interface TransportOptions {
   host: string;
   port: number;
   log: Logger;
-  /** Whether a TCP peer may connect (SIP_TRUNK_ALLOW). */
+  /** Whether a TCP or TLS peer may connect (SIP_TRUNK_ALLOW). */
   accepts: (address: string) => boolean;
+  /** SIP over TLS: the CAs that may sign a peer's certificate (null: Node's bundled roots), our certificate and key,
+   *  the listener's port, and the name a peer's certificate must carry when we dial it (undefined: its address). */
+  tls?: { ca: string | null; cert: string; key: string; port: number; serverName: (remote: Remote) => string | undefined };
 }
 
 /** One TCP connection and its framing. */
@@ -33,12 +38,16 @@ export class SipTransport {
   readonly counts = { received: 0, dropped: 0 };
   private udp: UdpSocket | null = null;
   private tcp: Server | null = null;
+  private tls: TlsServer | null = null;
   private readonly flows = new Map<string, Flow>();
   private boundPort = 0;
+  private boundTlsPort = 0;
 
   constructor(private readonly o: TransportOptions, private readonly onMessage: (m: sip.Message, remote: Remote) => void) {}
 
   get port(): number { return this.boundPort; }
+  /** The TLS listener's port (0: no TLS). */
+  get tlsPort(): number { return this.boundTlsPort; }
 
   /** Binds UDP and TCP on the same port (SIP_LISTEN's; port 0: a free one both can have). */
   async start(): Promise<void> {
@@ -60,8 +69,28 @@ export class SipTransport {
       this.udp = udp;
       this.tcp = tcp;
       this.boundPort = port;
-      return;
+      break;
     }
+    if (this.o.tls) await this.listenTls(this.o.tls);
+  }
+
+  /** The TLS listener: peers outside SIP_TRUNK_ALLOW are cut at the TCP connection, before a handshake costs anything. */
+  private async listenTls(o: NonNullable<TransportOptions['tls']>): Promise<void> {
+    const server = createTlsServer({ cert: o.cert, key: o.key, ...(o.ca ? { ca: o.ca } : {}) }, (socket) => {
+      this.attach(socket, { protocol: 'TLS', address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 });
+    });
+    server.on('connection', (socket: TcpSocket) => {
+      if (!this.o.accepts(socket.remoteAddress ?? '')) { this.counts.dropped++; socket.destroy(); }
+    });
+    server.on('tlsClientError', (err, socket) => {
+      this.o.log.warn({ err: err.message, address: socket.remoteAddress }, 'SIP TLS handshake failed');
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(o.port, this.o.host, () => { server.off('error', reject); resolve(); });
+    });
+    this.tls = server;
+    this.boundTlsPort = (server.address() as { port: number }).port;
   }
 
   /** What the transaction layer sends through: the datagram socket, or the TCP flow to `remote` (opened when
@@ -88,7 +117,7 @@ export class SipTransport {
     for (const f of this.flows.values()) f.socket.destroy();
     this.flows.clear();
     this.udp?.close();
-    await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
+    await Promise.all([this.tcp, this.tls].map((server) => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))));
   }
 
   private fromDatagram(data: Buffer, remote: Remote): void {
@@ -106,7 +135,16 @@ export class SipTransport {
   }
 
   private dial(remote: Remote): Flow {
-    const socket = connect(remote.port, remote.address);
+    if (remote.protocol !== 'TLS') return this.attach(connect(remote.port, remote.address), remote);
+    const o = this.o.tls;
+    if (!o) throw new Error('a TLS destination without TLS settings');
+    const servername = o.serverName(remote);
+    const socket = tlsConnect({
+      host: remote.address, port: remote.port, ...(servername ? { servername } : {}),
+      ...(o.ca ? { ca: o.ca } : {}), cert: o.cert, key: o.key,
+    });
+    // A certificate that does not verify ends the connection: what was sent on it times out in its transaction.
+    socket.on('error', (err) => this.o.log.warn({ err: err.message, remote }, 'SIP TLS connection failed'));
     return this.attach(socket, remote);
   }
 
@@ -146,7 +184,7 @@ export class SipTransport {
   }
 }
 
-const flowKey = (r: Remote) => `${r.address}|${r.port}`;
+const flowKey = (r: Remote) => `${r.protocol}|${r.address}|${r.port}`;
 
 /** What every message must carry before the user agent looks at it (RFC 3261 §8.1.1, §20.14). */
 function wellFormed(m: sip.Message, bodyBytes: number): boolean {

@@ -51,8 +51,13 @@ export class SipUserAgent {
 
   constructor(readonly settings: SipSettings, private readonly log: Logger) {
     for (const c of settings.allow) this.allow.addSubnet(c.address, c.prefix, c.family);
+    const tls = settings.tls;
     this.transport = new SipTransport(
-      { host: settings.listen.host, port: settings.listen.port, log, accepts: (a) => this.allows(a) },
+      {
+        host: settings.listen.host, port: settings.listen.port, log, accepts: (a) => this.allows(a),
+        // The trunk's certificate must name the host SIP_TRUNK_URI names (its address when it names one).
+        ...(tls ? { tls: { ...tls, serverName: (r: Remote) => (!isIP(settings.trunk.host) && sameHop(r, this.trunkAddress) ? settings.trunk.host : undefined) } } : {}),
+      },
       (m, remote) => this.onMessage(m, remote));
     this.layer = sip.makeTransactionLayer({}, null);
   }
@@ -96,15 +101,20 @@ export class SipUserAgent {
    *  trunk. */
   nextHop(uri: string | sip.SipUri | undefined): Remote {
     const u = uri ? sip.parseUri(uri) : undefined;
-    if (u && isIP(u.host) && this.allows(u.host)) return { protocol: this.trunk.protocol, address: u.host, port: u.port || 5060 };
+    const protocol = this.trunk.protocol;
+    if (u && isIP(u.host) && this.allows(u.host)) return { protocol, address: u.host, port: u.port || (protocol === 'TLS' ? 5061 : 5060) };
     return this.trunk;
   }
 
-  /** Our Contact: the listen address, no user part (it carries nothing about the call). */
+  /** Our Contact: the listen address (the TLS listener's port for TLS), no user part (it carries nothing about the
+   *  call). */
   contact(protocol: Protocol): sip.NameAddr[] {
     const host = this.settings.listen.host.includes(':') ? `[${this.settings.listen.host}]` : this.settings.listen.host;
-    return [{ uri: `sip:${host}:${this.port};transport=${protocol.toLowerCase()}`, params: {} }];
+    return [{ uri: `sip:${host}:${this.portFor(protocol)};transport=${protocol.toLowerCase()}`, params: {} }];
   }
+
+  /** Where we listen for a protocol: SIP_LISTEN's port for UDP and TCP, SIP_TLS_PORT's for TLS. */
+  portFor(protocol: Protocol): number { return protocol === 'TLS' ? this.transport.tlsPort : this.port; }
 
   async stop(): Promise<void> {
     this.layer.destroy();
@@ -114,7 +124,7 @@ export class SipUserAgent {
   private via(protocol: Protocol, branch: string): sip.Via {
     const host = this.settings.listen.host.includes(':') ? `[${this.settings.listen.host}]` : this.settings.listen.host;
     return {
-      version: '2.0', protocol, host, port: this.port,
+      version: '2.0', protocol, host, port: this.portFor(protocol),
       params: { ...(branch ? { branch } : {}), ...(protocol === 'UDP' ? { rport: null } : {}) },
     };
   }
@@ -180,6 +190,8 @@ export class SipUserAgent {
     }
   }
 }
+
+const sameHop = (a: Remote, b: Remote | null) => !!b && a.protocol === b.protocol && a.address === b.address && a.port === b.port;
 
 export const newBranch = () => `z9hG4bK${randomToken(20)}`;
 export const newTag = () => randomToken(16);

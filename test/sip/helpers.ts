@@ -211,6 +211,8 @@ export const phoneSkip: string | false = sipSkip || (!hasCommand('baresip') ? 'b
 export interface Phone {
   /** The account's URI (where the router sends this phone's calls). */
   uri: string;
+  /** Its SIP port (UDP and TCP; TLS on the next one when `tls` is given). */
+  port: number;
   dir: string;
   child: ChildProcess;
   /** What baresip logged so far. */
@@ -221,7 +223,14 @@ export interface Phone {
 
 /** A real SIP phone: Debian's baresip, headless, on `ip` (a 127/8 address) and a free port, auto-answering (or,
  *  with `dial`, calling that SIP URI once up), sending a `toneHz` sine from a file (aufile) and writing what it hears to a WAV (sndfile); killed at teardown. */
-export async function startPhone(t: TapLike, o: { name: string; ip: string; toneHz: number; dial?: string; codecs?: string }): Promise<Phone> {
+export async function startPhone(t: TapLike, o: {
+  name: string; ip: string; toneHz: number; dial?: string; codecs?: string;
+  /** Accounts of these users instead of one named `name` (a phone that answers calls to several numbers). */
+  users?: string[];
+  /** SIP over TLS too (baresip listens for it on its SIP port + 1): its certificate and key (one PEM file) and the CA
+   *  it checks ours against. */
+  tls?: { certificate: string; ca: string };
+}): Promise<Phone> {
   const dir = mkdtempSync(join(tmpdir(), `ol-phone-${o.name}-`));
   // aufile reads 16-bit PCM; 60 s outlasts any call the tests make.
   const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', join(dir, 'tone.wav'), 'synth', '60', 'sine', String(o.toneHz)]);
@@ -238,20 +247,22 @@ export async function startPhone(t: TapLike, o: { name: string; ip: string; tone
     'audio_player aubridge,nowhere',
     'audio_alert aubridge,nowhere',
     `snd_path ${dir}`,
+    ...(o.tls ? [`sip_certificate ${o.tls.certificate}`, `sip_cafile ${o.tls.ca}`] : []),
     'module_path /usr/lib/baresip/modules',
     'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so',
     // A calling phone: the menu module gives the /dial command that -e runs once baresip is up.
     ...(o.dial ? ['module_app menu.so'] : []), '',
   ].join('\n'));
   const uri = `sip:${o.name}@${o.ip}:${port}`;
-  writeFileSync(join(dir, 'accounts'), `<${uri}>;regint=0;answermode=auto;audio_codecs=${o.codecs ?? 'PCMU,PCMA'}\n`);
+  const accounts = (o.users ?? [o.name]).map((user) => `<sip:${user}@${o.ip}:${port}>;regint=0;answermode=auto;audio_codecs=${o.codecs ?? 'PCMU,PCMA'}\n`);
+  writeFileSync(join(dir, 'accounts'), accounts.join(''));
   const phone = await startTool(t, 'baresip', ['-f', dir, ...(o.dial ? ['-e', `/dial ${o.dial}`] : [])], dir, async (out) => out.includes('baresip is ready'), 30_000);
   const { child } = phone;
   const heard = () => {
     const f = readdirSync(dir).find((n) => n.endsWith('-dec.wav'));
     return f ? join(dir, f) : null;
   };
-  return { uri, dir, child, log: phone.output, heard };
+  return { uri, port, dir, child, log: phone.output, heard };
 }
 
 /** What a phone heard, measured once its recording holds at least `minSeconds` (baresip writes the WAV's header when

@@ -168,4 +168,24 @@ if (sipSkip) {
     await eventually(async () => (await channelsUsed(p.env, p.org.organization_id)) === 0);
     t.equal((await inboundCalls()).filter((r) => r.ended_at === null).length, 0, 'no inbound call left live');
   });
+
+  t.test('a caller that never acknowledges our 200 OK: retransmitted for 64 x T1, then BYE; the call ends, channels freed', async (t) => {
+    const a = await listener(await mint());
+    const done = caller({ to: number, scenario: 'inbound-no-ack.xml' });
+    const inc = await a.frame('incoming', 30_000);
+    a.send({ type: 'accept', call_id: inc.call_id });
+    await a.frame('answered', 30_000);
+    const c = await done; // SIPp exits once it answered our BYE (its INVITE got no ACK from it)
+    t.equal(c.code, 0, 'SIPp received the 200 OK, then a BYE, and answered it');
+    const oks = [...c.log.matchAll(/^SIP\/2\.0 200 OK/gm)].length;
+    t.ok(oks >= 5, `the 200 OK was retransmitted while no ACK came (${oks} copies received)`);
+    t.match(c.log, /^BYE sip:/m, 'the platform sent BYE');
+    const ended = await a.frame('ended', 60_000);
+    t.equal(ended.call_id ?? inc.call_id, inc.call_id);
+    const call = await endedCall(p, inc.call_id);
+    t.ok(call.ended_at, 'the call ended');
+    t.equal(call.legs.find((l: { role: string }) => l.role === 'destination')?.end_reason, 'carrier_rejected', 'the caller\'s leg ended carrier_rejected');
+    await eventually(async () => (await channelsUsed(p.env, p.org.organization_id)) === 0);
+    t.equal((await inboundCalls()).filter((r) => r.ended_at === null).length, 0, 'no inbound call left live');
+  });
 }

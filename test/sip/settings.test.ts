@@ -1,6 +1,10 @@
 // CARRIER=sip's settings (read once in shared/config.ts: a bad value stops the process naming the variable), and
 // what the API refuses with the SIP trunk carrier: AI calls (503, no voice-agent media pipeline yet) and buying
 // numbers (409 numbers_from_trunk: the trunk provider sells them).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../shared/config.ts';
 import { aiCall, callOrg } from '../calls/helpers.ts';
@@ -35,7 +39,8 @@ t.test('a bad value names its variable', async (t) => {
     [{ CARRIER: 'telnyx' }, /CARRIER must be sandbox, livekit or sip/],
     [{ SIP_TRUNK_URI: 'http://203.0.113.5' }, /SIP_TRUNK_URI/],
     [{ SIP_TRUNK_URI: 'sip:+14155550100@203.0.113.5' }, /SIP_TRUNK_URI .*no user part/],
-    [{ SIP_TRUNK_URI: 'sip:203.0.113.5;transport=tls' }, /SIP_TRUNK_URI/],
+    [{ SIP_TRUNK_URI: 'sip:203.0.113.5;transport=tls' }, /transport=tls: set SIP_TLS_CERT/],
+    [{ SIP_TRUNK_URI: 'sip:203.0.113.5;transport=sctp' }, /SIP_TRUNK_URI/],
     [{ SIP_TRUNK_URI: 'sips:203.0.113.5' }, /SIP_TRUNK_URI/],
     [{ SIP_TRUNK_URI: 'sip:trunk.example.net' }, /SIP_TRUNK_ALLOW/],
     [{ SIP_TRUNK_ALLOW: '10.0.0.0/33' }, /SIP_TRUNK_ALLOW/],
@@ -51,6 +56,38 @@ t.test('a bad value names its variable', async (t) => {
     [{ SIP_PRICE_PER_MINUTE_CENTS: '1.5' }, /SIP_PRICE_PER_MINUTE_CENTS/],
   ];
   for (const [env, message] of bad) t.throws(() => loadConfig({ ...base, ...env }), message, JSON.stringify(env));
+});
+
+t.test('SIP over TLS: the files are read and checked at start, the TLS port defaults to SIP_LISTEN\'s + 1', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ol-sip-tls-settings-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const openssl = (args: string[]) => {
+    const r = spawnSync('openssl', args, { cwd: dir });
+    if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
+  };
+  for (const n of ['a', 'b']) openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${n}.key`, '-out', `${n}.pem`, '-days', '1', '-subj', `/CN=${n}`]);
+  writeFileSync(join(dir, 'junk.pem'), 'not a certificate');
+  const f = (n: string) => join(dir, n);
+  const tls = { ...base, SIP_TRUNK_URI: 'sip:203.0.113.5;transport=tls', SIP_TLS_CERT: f('a.pem'), SIP_TLS_KEY: f('a.key') };
+  const s = loadConfig(tls).sip!;
+  t.same(s.trunk, { uri: 'sip:203.0.113.5;transport=tls', host: '203.0.113.5', port: 5061, transport: 'tls' }, 'TLS trunks default to port 5061');
+  t.equal(s.tls?.port, 5061, 'the TLS listener defaults to SIP_LISTEN\'s port + 1');
+  t.equal(s.tls?.ca, null, 'no SIP_TLS_CA: Node\'s bundled roots');
+  t.match(s.tls?.cert, /BEGIN CERTIFICATE/);
+  t.equal(loadConfig({ ...tls, SIP_TLS_CA: f('b.pem'), SIP_TLS_PORT: '5071' }).sip!.tls?.port, 5071);
+  t.equal(loadConfig({ ...tls, SIP_LISTEN: '127.0.0.1:0' }).sip!.tls?.port, 0, 'port 0 picks a free one');
+  t.equal(loadConfig(base).sip!.tls, null, 'no TLS settings for a UDP trunk');
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ SIP_TLS_KEY: '' }, /set SIP_TLS_KEY/],
+    [{ SIP_TLS_CERT: f('missing.pem') }, /SIP_TLS_CERT cannot be read/],
+    [{ SIP_TLS_CERT: f('junk.pem') }, /SIP_TLS_CERT is not a PEM certificate/],
+    [{ SIP_TLS_KEY: f('a.pem') }, /SIP_TLS_KEY is not a PEM private key/],
+    [{ SIP_TLS_KEY: f('b.key') }, /SIP_TLS_KEY is not the private key of SIP_TLS_CERT/],
+    [{ SIP_TLS_CA: f('junk.pem') }, /SIP_TLS_CA is not a PEM certificate/],
+    [{ SIP_TLS_PORT: '70000' }, /SIP_TLS_PORT/],
+    [{ SIP_TLS_PORT: '5060' }, /SIP_TLS_PORT \(5060\) is SIP_LISTEN's port/],
+  ];
+  for (const [env, message] of bad) t.throws(() => loadConfig({ ...tls, ...env }), message, JSON.stringify(env));
 });
 
 t.test('the processes stop at start on a bad value, naming it', async (t) => {
