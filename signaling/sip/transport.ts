@@ -16,6 +16,8 @@ export interface Remote { protocol: Protocol; address: string; port: number }
 
 /** The largest message taken: far above any real SIP message, far below a 64 KB datagram. */
 export const MAX_MESSAGE_BYTES = 16 * 1024;
+/** How long a remote we could not connect to gets no ACK dialed to it. */
+const FAILED_REMOTE_MS = 2000;
 /** TCP connections idle this long are closed. */
 const TCP_IDLE_MS = 120_000;
 
@@ -25,13 +27,17 @@ export interface TransportOptions {
   log: Logger;
   /** Whether a TCP or TLS peer may connect (SIP_TRUNK_ALLOW). */
   accepts: (address: string) => boolean;
+  /** A connection we opened closed before it was established (refused, unreachable, a TLS certificate that does not
+   *  verify): the requests written to it, which no response can reach now. */
+  unreachable?: (remote: Remote, requests: sip.Message[]) => void;
   /** SIP over TLS: the CAs that may sign a peer's certificate (null: Node's bundled roots), our certificate and key,
    *  the listener's port, and the name a peer's certificate must carry when we dial it (undefined: its address). */
   tls?: { ca: string | null; cert: string; key: string; port: number; serverName: (remote: Remote) => string | undefined };
 }
 
-/** One TCP connection and its framing. */
-interface Flow { socket: TcpSocket; remote: Remote }
+/** One TCP or TLS connection and its framing; `unsent` holds the requests written to a connection of ours before it
+ *  was established (null once it is, and for connections a peer opened). */
+interface Flow { socket: TcpSocket; remote: Remote; unsent: sip.Message[] | null }
 
 export class SipTransport {
   /** Messages taken and dropped (malformed, too large, TCP peers refused). */
@@ -40,6 +46,9 @@ export class SipTransport {
   private tcp: Server | null = null;
   private tls: TlsServer | null = null;
   private readonly flows = new Map<string, Flow>();
+  /** Remotes a connection of ours just failed to reach, until when: an ACK to them is dropped rather than dialed
+   *  again (the transaction layer acknowledges the 503 we make up for a failed connection). */
+  private readonly failedUntil = new Map<string, number>();
   private boundPort = 0;
   private boundTlsPort = 0;
 
@@ -109,8 +118,15 @@ export class SipTransport {
       this.udp?.send(bytes, remote.port, remote.address);
       return;
     }
-    const flow = this.flows.get(flowKey(remote)) ?? this.dial(remote);
-    if (!flow.socket.destroyed) flow.socket.write(bytes);
+    const key = flowKey(remote);
+    let flow = this.flows.get(key);
+    if (!flow) {
+      if (m.method === 'ACK' && (this.failedUntil.get(key) ?? 0) > Date.now()) return;
+      flow = this.dial(remote);
+    }
+    if (flow.socket.destroyed) return;
+    if (flow.unsent && m.method && m.method !== 'ACK') flow.unsent.push(m);
+    flow.socket.write(bytes);
   }
 
   async close(): Promise<void> {
@@ -134,24 +150,40 @@ export class SipTransport {
     this.attach(socket, { protocol: 'TCP', address, port: socket.remotePort ?? 0 });
   }
 
+  /** Opens a connection of ours. Should it close before it is established, the requests written to it are handed to
+   *  `unreachable` (the user agent answers them 503 at once rather than after Timer B's 32 s). */
   private dial(remote: Remote): Flow {
-    if (remote.protocol !== 'TLS') return this.attach(connect(remote.port, remote.address), remote);
-    const o = this.o.tls;
-    if (!o) throw new Error('a TLS destination without TLS settings');
-    const servername = o.serverName(remote);
-    const socket = tlsConnect({
-      host: remote.address, port: remote.port, ...(servername ? { servername } : {}),
-      ...(o.ca ? { ca: o.ca } : {}), cert: o.cert, key: o.key,
+    let socket: TcpSocket;
+    if (remote.protocol === 'TLS') {
+      const o = this.o.tls;
+      if (!o) throw new Error('a TLS destination without TLS settings');
+      const servername = o.serverName(remote);
+      socket = tlsConnect({
+        host: remote.address, port: remote.port, ...(servername ? { servername } : {}),
+        ...(o.ca ? { ca: o.ca } : {}), cert: o.cert, key: o.key,
+      });
+    } else {
+      socket = connect(remote.port, remote.address);
+    }
+    const flow = this.attach(socket, remote, []);
+    socket.once(remote.protocol === 'TLS' ? 'secureConnect' : 'connect', () => { flow.unsent = null; });
+    socket.on('error', (err) => { if (flow.unsent) this.o.log.warn({ err: err.message, remote }, `SIP ${remote.protocol} connection failed`); });
+    socket.once('close', () => {
+      const unsent = flow.unsent;
+      flow.unsent = null;
+      if (!unsent) return;
+      const key = flowKey(remote);
+      this.failedUntil.set(key, Date.now() + FAILED_REMOTE_MS);
+      setTimeout(() => { if ((this.failedUntil.get(key) ?? 0) <= Date.now()) this.failedUntil.delete(key); }, FAILED_REMOTE_MS + 10).unref();
+      if (unsent.length) this.o.unreachable?.(remote, unsent);
     });
-    // A certificate that does not verify ends the connection: what was sent on it times out in its transaction.
-    socket.on('error', (err) => this.o.log.warn({ err: err.message, remote }, 'SIP TLS connection failed'));
-    return this.attach(socket, remote);
+    return flow;
   }
 
   /** Frames a TCP byte stream; a peer that sends more than MAX_MESSAGE_BYTES without completing a message (or a
    *  Content-Length that is not a number) is cut off. */
-  private attach(socket: TcpSocket, remote: Remote): Flow {
-    const flow: Flow = { socket, remote };
+  private attach(socket: TcpSocket, remote: Remote, unsent: sip.Message[] | null = null): Flow {
+    const flow: Flow = { socket, remote, unsent };
     const key = flowKey(remote);
     this.flows.set(key, flow);
     let pending = 0;

@@ -55,6 +55,7 @@ export class SipUserAgent {
     this.transport = new SipTransport(
       {
         host: settings.listen.host, port: settings.listen.port, log, accepts: (a) => this.allows(a),
+        unreachable: (_remote: Remote, requests: sip.Message[]) => this.unreachable(requests),
         // The trunk's certificate must name the host SIP_TRUNK_URI names (its address when it names one).
         ...(tls ? { tls: { ...tls, serverName: (r: Remote) => (!isIP(settings.trunk.host) && sameHop(r, this.trunkAddress) ? settings.trunk.host : undefined) } } : {}),
       },
@@ -119,6 +120,15 @@ export class SipUserAgent {
   async stop(): Promise<void> {
     this.layer.destroy();
     await this.transport.close();
+  }
+
+  /** Requests whose connection never came up get the 503 a transaction layer answers for a transport failure (RFC
+   *  3261 §8.1.3.1), so their legs end now (carrier_rejected) instead of at Timer B. */
+  private unreachable(requests: sip.Message[]): void {
+    for (const rq of requests) {
+      const rs = sip.makeResponse(rq, 503, 'Service Unavailable');
+      this.layer.getClient(rs)?.message(rs);
+    }
   }
 
   private via(protocol: Protocol, branch: string): sip.Via {

@@ -3,7 +3,7 @@
 // ways. The platform checks baresip's certificate against SIP_TLS_CA and serves its own (SIP_TLS_CERT / SIP_TLS_KEY)
 // on its TLS listener, whose port its Contact and Via name. baresip's TLS port speaks nothing but TLS, so a call that
 // is answered there was signaled over TLS. A platform that does not trust the trunk's CA never gets its INVITE through:
-// the leg ends carrier_rejected (Timer B) with nothing answered.
+// the connection fails its handshake and the leg ends carrier_rejected at once (a 503 for the transport failure).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -99,6 +99,9 @@ if (skip) {
     t.equal(r.status, 202, r.text);
     const c = await endedCall(p, r.body.data.call_id, 90_000);
     t.equal(c.status, 'FAILED', JSON.stringify(c));
+    // The failed handshake answers the INVITE 503 at once (RFC 3261 §8.1.3.1), not Timer B's 408 after 32 s.
+    const ended = Date.parse(c.ended_at) - Date.parse(c.created_at);
+    t.ok(ended < 20_000, `ended ${ended} ms after it was placed, not after Timer B`);
     t.equal(c.picked_up, false);
     t.match(JSON.stringify(c), /carrier_rejected/, 'the connect leg failed as carrier_rejected');
     t.notMatch(trunk.log().slice(before), /incoming call/i, 'baresip never received the INVITE');
