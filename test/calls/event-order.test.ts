@@ -6,6 +6,7 @@
 import { Queue } from 'bullmq';
 import t from 'tap';
 import { CARRIER_EVENTS_QUEUE } from '../../shared/carriers/carrier.ts';
+import { legsCents } from '../../shared/calls/pricing.ts';
 import { eventually } from '../helpers/env.ts';
 import { aiCall, callEnv, callOrg, channelsUsed, dial, getCall } from './helpers.ts';
 
@@ -49,11 +50,18 @@ t.test('SIGKILL with an answer locked by the dead process: its hang-up waits for
   for (const c of ended) {
     t.match(c, {
       status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup', picked_up: true,
-      duration_seconds: 10, cost_cents: c.type === 'bridge' ? 2 : 1,
+      duration_seconds: 10,
     }, `${c.type} call ${c.id} ended as scripted`);
+    // An AI call's one leg talks 10 s: 1 cent. A bridge's connect leg also pays while its destination is dialed and
+    // rings, which waits for the restarted workers: 1 cent a leg when they came back within the minute, more on a
+    // machine so busy that they did not. Either way the cost is what the legs' own times say, billed once.
+    const legs = Object.fromEntries(c.legs.map((l: { role: string }) => [l.role, l]));
+    t.equal(c.cost_cents, legsCents(legs, Date.parse(c.ended_at), 0.5, 1), `${c.type} call ${c.id} costs what its legs' times say`);
+    if (c.type === 'ai') t.equal(c.cost_cents, 1);
+    else t.ok(c.cost_cents >= 2, 'a bridge pays at least a minute of each leg');
   }
   const spend = await env.db.one('SELECT coalesce(sum(cents), 0)::int AS cents FROM org_daily_spend WHERE organization_id = $1', [org.organization_id]);
-  t.equal(spend.cents, ai.length + 2 * bridge.length, 'every call billed once');
+  t.equal(spend.cents, ended.reduce((sum, c) => sum + c.cost_cents, 0), 'every call billed once');
   const transcripts = await env.db.one('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[]) AND transcript IS NOT NULL', [ai]);
   t.equal(transcripts.n, ai.length, 'every AI call has its transcript');
   // The hang-up of each locked answer was taken while the answer was still locked, and waited (went back to the

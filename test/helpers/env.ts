@@ -120,8 +120,9 @@ export class Proc {
     this.exited = new Promise((r) => child.once('exit', (code) => r(code)));
   }
 
-  /** Resolves when the process logged its ready line (or rejects when it exits first). */
-  async ready(timeoutMs = 30_000): Promise<void> {
+  /** Resolves when the process logged its ready line (or rejects when it exits first). The default is generous: a
+   *  process starting under tsx on a machine at load 20 (the suite with other work beside it) took over 30 s. */
+  async ready(timeoutMs = 90_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (!/"status":"ready"/.test(this.output)) {
       if (this.child.exitCode !== null) throw new Error(`process exited early:\n${this.output}`);
