@@ -35,9 +35,23 @@ t.test('SIGKILL with an answer locked by the dead process: its hang-up waits for
   const locked = (await env.redis.keys(`${lockPrefix}ev-*-1:lock`)).map((k) => k.slice(lockPrefix.length, -':lock'.length));
   t.ok(locked.length >= 1, `answered jobs still locked by the dead process: ${locked.length}`);
 
+  // The dead process's locks would lapse 5 s after it took the jobs; a restart slower than that (a busy machine) would
+  // find the answers free again and never test the wait. Keep them held until every hang-up behind one was taken and
+  // sent back to wait, then let them go as their expiry would.
+  const lockKeys = locked.map((id) => `${lockPrefix}${id}:lock`);
+  for (const k of lockKeys) await env.redis.pexpire(k, 300_000);
   const again = env.spawn('workers');
   t.teardown(() => again.kill('SIGTERM'));
   await again.ready();
+  const hangupIds = locked.map((id) => id.replace(/-1$/, '-2'));
+  await eventually(async () => {
+    for (const id of hangupIds) {
+      const job = await events.getJob(id);
+      if (job && job.attemptsStarted < 2) return false; // not due yet, or not yet taken and sent back
+    }
+    return true;
+  }, 120_000, 200);
+  await env.redis.del(...lockKeys);
 
   // Waits on the rows (polling 50 calls over HTTP would hit the key's rate limit), then reads each call once.
   const all = [...ai, ...bridge];
@@ -65,7 +79,7 @@ t.test('SIGKILL with an answer locked by the dead process: its hang-up waits for
   const transcripts = await env.db.one('SELECT count(*)::int AS n FROM calls WHERE id = ANY($1::uuid[]) AND transcript IS NOT NULL', [ai]);
   t.equal(transcripts.n, ai.length, 'every AI call has its transcript');
   // The hang-up of each locked answer was taken while the answer was still locked, and waited (went back to the
-  // delayed set at least once) instead of being applied.
+  // delayed set at least once) instead of being applied, without using up an attempt.
   let overtaken = 0;
   for (const answerId of locked) {
     const hangup = await events.getJob(answerId.replace(/-1$/, '-2'));
