@@ -50,8 +50,9 @@ export async function startMedia(config: Config, log: Logger): Promise<RunningPr
   process.on('SIGUSR2', onSigusr2);
   sessions.on('draining', () => { void announcer?.announce().catch(() => undefined); });
   sessions.once('drained', () => {
-    log.warn('drained: the last session closed; stopping');
-    process.kill(process.pid, 'SIGTERM');
+    log.warn('drained: no session left; stopping');
+    // A turn later, so the answer to the request that closed the last session (or to POST /v1/drain) goes out first.
+    setTimeout(() => process.kill(process.pid, 'SIGTERM'), 50);
   });
   return {
     info: { control: control.url, health: `${control.url}/healthz`, workers: pool.pids, instanceId: control.instanceId,
