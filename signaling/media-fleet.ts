@@ -197,7 +197,9 @@ export class MediaFleet extends EventEmitter<FleetEvents> {
         m.refused = m.refused && a.draining;
       }
     }
-    for (const m of [...this.members.values()]) if (!seen.has(m.id)) this.leave(m, 'media_lost');
+    // Gone from the fleet and not connected: let go. One still connected (alive, but not announcing, e.g. cut off from
+    // Redis) keeps its calls; it gets no new ones (its announcement lapsed), and its link's end will say when it is gone.
+    for (const m of [...this.members.values()]) if (!seen.has(m.id) && !m.link.connected) this.leave(m, 'media_lost');
   }
 
   private join(id: string, url: string, announced: MediaAnnouncement | null): Member {
@@ -208,12 +210,13 @@ export class MediaFleet extends EventEmitter<FleetEvents> {
       if (this.calls.get(callId) === id) this.calls.delete(callId);
       this.emit('session_closed', callId, reason);
     });
-    link.on('lost', (reason) => {
+    link.on('lost', (reason, wasConnected) => {
       if (!this.settings.fleet) { this.emit('lost', reason, () => true); return; }
       // Its stream ended: whatever it carried is gone. A media process that is still alive announces itself again
-      // under the same id and is joined anew (its old sessions are not trusted: their calls ended).
+      // under the same id and is joined anew (its old sessions are not trusted: their calls ended). One this process
+      // could never reach keeps its announcement (others may reach it); it is retried at the next read.
       this.leave(m, reason);
-      if (reason === 'media_lost') void this.redis.hdel(mediaFleetKey(this.key), id).catch(() => undefined);
+      if (reason === 'media_lost' && wasConnected) void this.redis.hdel(mediaFleetKey(this.key), id).catch(() => undefined);
     });
     return m;
   }

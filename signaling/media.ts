@@ -8,8 +8,9 @@ import { MediaControlClient, type MediaEventStream } from '../shared/media/contr
 import type { SessionCloseReason } from '../shared/media/protocol.ts';
 
 interface LinkEvents {
-  /** Every session of the media process is gone (its stream ended, or a new instance answered). */
-  lost: [reason: string];
+  /** Every session of the media process is gone (its stream ended, or a new instance answered). `wasConnected`:
+   *  the stream had been open (false when it could not be opened at all). */
+  lost: [reason: string, wasConnected: boolean];
   /** One session ended on media's side (not at signaling's request). */
   session_closed: [callId: string, reason: SessionCloseReason];
 }
@@ -31,7 +32,7 @@ export class MediaLink extends EventEmitter<LinkEvents> {
     const stream = (this.stream = this.client.watch());
     stream.on('event', (e) => {
       if (e.type === 'hello') {
-        if (this.instanceId && this.instanceId !== e.instanceId) this.emit('lost', 'media_restarted');
+        if (this.instanceId && this.instanceId !== e.instanceId) this.emit('lost', 'media_restarted', true);
         this.instanceId = e.instanceId;
       } else if (e.type === 'session_closed' && e.reason !== 'requested') {
         this.emit('session_closed', e.callId, e.reason);
@@ -45,8 +46,9 @@ export class MediaLink extends EventEmitter<LinkEvents> {
         if (reason === 'shutdown') this.log.info({ reason }, 'media process stopped: its sessions are gone');
         else this.log.warn({ reason, err: error?.message }, 'media event stream ended: its sessions are gone');
       }
+      const wasConnected = this.instanceId !== null;
       this.instanceId = null;
-      this.emit('lost', reason === 'shutdown' ? 'media_shutdown' : 'media_lost');
+      this.emit('lost', reason === 'shutdown' ? 'media_shutdown' : 'media_lost', wasConnected);
       this.retry = setTimeout(() => this.start(), 1000);
     });
   }
