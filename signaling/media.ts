@@ -1,5 +1,5 @@
-// Signaling's link to the media process (CARRIER=sandbox): the typed control client, and the event stream it keeps
-// open to learn that a session closed on media's side or that the media process is gone. When the stream ends
+// Signaling's link to one media process (signaling/media-fleet.ts holds one per media process): the typed control
+// client, and the event stream it keeps open to learn that a session closed on media's side or that the media process is gone. When the stream ends
 // (media stopped, crashed, or went silent for three heartbeats) every session of that media process is gone:
 // `lost` fires and the stream is reopened until media answers again (a new instance id says the same).
 import { EventEmitter } from 'node:events';

@@ -70,9 +70,9 @@ export class Softphone {
   private readonly sip: boolean;
   readonly incoming: IncomingCalls<Session>;
 
-  /** media: the media fleet (signaling/media-fleet.ts: one media process, or several with MEDIA_FLEET=1); null when this signaling carries no media (CARRIER=livekit,
-   *  where LiveKit carries it, or SIGNALING_MEDIA=off): welcome.media is then null and media messages answer
-   *  media_unavailable. */
+  /** media: the media fleet (signaling/media-fleet.ts: one media process, or several with MEDIA_FLEET=1); null when
+   *  this signaling carries no media (CARRIER=livekit, where LiveKit carries it, or SIGNALING_MEDIA=off):
+   *  welcome.media is then null and media messages answer media_unavailable. */
   constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger,
     private readonly media: MediaFleet | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
