@@ -1,7 +1,8 @@
 // Signaling's link to one media process (signaling/media-fleet.ts holds one per media process): the typed control
-// client, and the event stream it keeps open to learn that a session closed on media's side or that the media process is gone. When the stream ends
-// (media stopped, crashed, or went silent for three heartbeats) every session of that media process is gone:
-// `lost` fires and the stream is reopened until media answers again (a new instance id says the same).
+// client, and the event stream it keeps open to learn that a session closed on media's side or that the media
+// process is gone. When the stream ends (media stopped, crashed, or went silent for three heartbeats) every session
+// of that media process is gone: `lost` fires and the stream is reopened until media answers again (a new instance
+// id says the same).
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { MediaControlClient, type MediaEventStream } from '../shared/media/control-client.ts';
