@@ -68,7 +68,11 @@ if (skip) {
   t.plan(0, `skip: ${skip}`);
 } else {
   const tag = randomBytes(2).toString('hex');
-  const net = 2 * (Number.parseInt(tag, 16) % 120); // two /30 networks of their own: 10.231.<net>.0 and <net+1>.0
+  // Two /30 networks of its own, 10.231.<net>.0 and 10.231.<net+1>.0, not used by any address here (another run).
+  const inUse = ip('-4', '-o', 'addr', 'show').toString();
+  const free = Array.from({ length: 120 }, (_, i) => 2 * i).filter((n) => !inUse.includes(`10.231.${n}.`) && !inUse.includes(`10.231.${n + 1}.`));
+  if (!free.length) throw new Error('no free 10.231.x.0/30 pair for the namespaces');
+  const net = free[Number.parseInt(tag, 16) % free.length];
   const nsA = createNetns(t, tag, 'a', net);
   const nsB = createNetns(t, tag, 'b', net + 1);
 
