@@ -12,7 +12,7 @@ import type { Logger } from '../shared/log.ts';
 import {
   AttachFarEndRequest, BridgeRequest, ConnectBrowserTransportRequest, ConnectCarrierLegRequest, ConsumeRequest,
   CreateBrowserTransportRequest, CreateCarrierLegRequest, CreateSessionRequest, ProduceRequest,
-  type MediaEvent, type SessionCreated, type WorkersInfo,
+  type DrainStarted, type MediaEvent, type SessionCreated, type WorkersInfo,
 } from '../shared/media/protocol.ts';
 import type { MediaSettings } from '../shared/media/settings.ts';
 import { ControlError } from './errors.ts';
@@ -90,7 +90,7 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
   };
   sessions.on('closed', (callId, reason) => broadcast({ type: 'session_closed', callId, reason }));
   pool.on('replaced', (deadPid, fresh) => broadcast({ type: 'worker_replaced', deadPid, newPid: fresh?.pid ?? null }));
-  const heartbeat = setInterval(() => broadcast({ type: 'heartbeat', at: new Date().toISOString(), sessions: sessions.size }), settings.heartbeatMs);
+  const heartbeat = setInterval(() => broadcast({ type: 'heartbeat', at: new Date().toISOString(), sessions: sessions.size, draining: sessions.draining }), settings.heartbeatMs);
 
   const json200 = (path: string, method: ControlRoute['method'], handle: (x: ControlRequest) => Promise<unknown>): ControlRoute =>
     ({ method, path, handle });
@@ -146,6 +146,11 @@ export async function startControlServer(o: ControlServerOptions): Promise<Runni
       return { bridged: true };
     }),
     json200('/v1/sessions/{id}/stats', 'GET', async ({ params }) => sessions.get(params.id).stats()),
+    // A rolling restart: no new sessions from now on; the process exits by itself once the last one closed (media/start.ts).
+    json200('/v1/drain', 'POST', async () => {
+      sessions.drain();
+      return { draining: true, sessions: sessions.size } satisfies DrainStarted;
+    }),
     json200('/v1/workers', 'GET', async () => ({ processPid: process.pid, instanceId, workers: pool.list() }) satisfies WorkersInfo),
     { method: 'GET', path: '/v1/events', stream: true, handle: ({ req, res }) => openEventStream(req, res) },
     { method: 'GET', path: '/healthz', open: true,

@@ -46,6 +46,9 @@ export class MediaMetrics {
     this.timer.unref();
   }
 
+  /** Transports open, of every type. */
+  get transportCount(): number { let n = 0; for (const v of this.transports.values()) n += v; return n; }
+
   private track(t: types.Transport): void {
     const type = transportType(t);
     this.transports.set(type, (this.transports.get(type) ?? 0) + 1);

@@ -9,6 +9,10 @@ import type { MediaWorkerPool } from './worker-pool.ts';
 
 interface SessionsEvents {
   closed: [callId: string, reason: SessionCloseReason];
+  /** Draining began (announced at once). */
+  draining: [];
+  /** Draining, and the last session closed: the process may exit. */
+  drained: [];
 }
 
 export class MediaSessions extends EventEmitter<SessionsEvents> {
@@ -18,7 +22,25 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
 
   constructor(private readonly pool: MediaWorkerPool, private readonly settings: MediaSettings, private readonly log: Logger) { super(); }
 
+  /** Draining (a rolling restart): no new sessions, the live ones carry on; `drained` once the last one closed. */
+  private drainingSince: Date | null = null;
+
   get size(): number { return this.sessions.size; }
+
+  get draining(): boolean { return this.drainingSince !== null; }
+
+  /** Takes no new sessions from now on; `drained` fires when none is left (at once when there is none). */
+  drain(): void {
+    if (this.drainingSince) return;
+    this.drainingSince = new Date();
+    this.log.warn({ sessions: this.sessions.size }, 'draining: no new sessions; exiting once the last one closed');
+    this.emit('draining');
+    this.emitIfDrained();
+  }
+
+  private emitIfDrained(): void {
+    if (this.drainingSince && this.sessions.size === 0 && this.creating.size === 0) this.emit('drained');
+  }
 
   async create(callId: string, maxDurationMs?: number, carrier: 'sandbox' | 'sip' = 'sandbox', record = false): Promise<{ session: MediaSession; created: boolean }> {
     const made = await this.createOnce(callId, maxDurationMs, carrier);
@@ -34,6 +56,8 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
       if (existing.carrier !== carrier) throw new ControlError('conflict', `session ${callId} exists with carrier ${existing.carrier}`);
       return { session: existing, created: false };
     }
+    // A retried create of a live session is fine (above); a new call goes to another media process.
+    if (this.drainingSince) throw new ControlError('unavailable', 'this media process is draining: it takes no new sessions');
     const creation = MediaSession.create(this.pool, callId, this.settings, maxDurationMs ?? this.settings.sessionMaxMs, carrier);
     this.creating.set(callId, creation);
     try {
@@ -43,11 +67,13 @@ export class MediaSessions extends EventEmitter<SessionsEvents> {
         this.sessions.delete(callId);
         this.log.info({ callId, reason }, 'media session closed');
         this.emit('closed', callId, reason);
+        this.emitIfDrained();
       });
       this.log.info({ callId, workerPid: session.workerPid }, 'media session created');
       return { session, created: true };
     } finally {
       this.creating.delete(callId);
+      this.emitIfDrained(); // a creation that failed while draining may have been the last thing in flight
     }
   }
 

@@ -36,6 +36,15 @@ export class MediaWorkerPool extends EventEmitter<PoolEvents> {
     return this.workers.map((w) => ({ pid: w.pid, sessions: this.load.get(w) ?? 0 }));
   }
 
+  /** Routers open on all workers. */
+  get routers(): number { let n = 0; for (const v of this.load.values()) n += v; return n; }
+
+  /** CPU time (user + system, ms) the live workers have used since they started. */
+  async cpuMs(): Promise<number> {
+    const usage = await Promise.all(this.workers.filter((w) => !w.closed).map((w) => w.getResourceUsage().catch(() => null)));
+    return usage.reduce((sum, u) => sum + (u ? u.ru_utime + u.ru_stime : 0), 0);
+  }
+
   /** A router on the least-loaded live worker; the load count follows the router's life. */
   async createRouter(mediaCodecs: types.RtpCodecCapability[]): Promise<{ router: types.Router; workerPid: number }> {
     const worker = this.workers.filter((w) => !w.closed).sort((a, b) => this.load.get(a)! - this.load.get(b)!)[0];

@@ -9,14 +9,14 @@ import { writeAnswer } from '../shared/http/uws.ts';
 import type { Logger } from '../shared/log.ts';
 import { storeReadiness, withParts } from '../shared/readiness.ts';
 import type { Redis } from '../shared/redis.ts';
-import type { MediaLink } from './media.ts';
+import type { MediaFleet } from './media-fleet.ts';
 import { renderMetrics } from './metrics.ts';
 import type { SipService } from './sip/service.ts';
 import type { Softphone } from './softphone.ts';
 
 export interface SignalingHttpDeps {
   config: Config; db: Db; redis: Redis; log: Logger; instance: string;
-  phone: Softphone; media: MediaLink | null; sip: SipService | null;
+  phone: Softphone; media: MediaFleet | null; sip: SipService | null;
 }
 
 export function serveSignalingHttp(app: uWS.TemplatedApp, d: SignalingHttpDeps): void {

@@ -1,15 +1,17 @@
-// Signaling's link to the media process (CARRIER=sandbox): the typed control client, and the event stream it keeps
-// open to learn that a session closed on media's side or that the media process is gone. When the stream ends
-// (media stopped, crashed, or went silent for three heartbeats) every session of that media process is gone:
-// `lost` fires and the stream is reopened until media answers again (a new instance id says the same).
+// Signaling's link to one media process (signaling/media-fleet.ts holds one per media process): the typed control
+// client, and the event stream it keeps open to learn that a session closed on media's side or that the media
+// process is gone. When the stream ends (media stopped, crashed, or went silent for three heartbeats) every session
+// of that media process is gone: `lost` fires and the stream is reopened until media answers again (a new instance
+// id says the same).
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { MediaControlClient, type MediaEventStream } from '../shared/media/control-client.ts';
 import type { SessionCloseReason } from '../shared/media/protocol.ts';
 
 interface LinkEvents {
-  /** Every session of the media process is gone (its stream ended, or a new instance answered). */
-  lost: [reason: string];
+  /** Every session of the media process is gone (its stream ended, or a new instance answered). `wasConnected`:
+   *  the stream had been open (false when it could not be opened at all). */
+  lost: [reason: string, wasConnected: boolean];
   /** One session ended on media's side (not at signaling's request). */
   session_closed: [callId: string, reason: SessionCloseReason];
 }
@@ -31,7 +33,7 @@ export class MediaLink extends EventEmitter<LinkEvents> {
     const stream = (this.stream = this.client.watch());
     stream.on('event', (e) => {
       if (e.type === 'hello') {
-        if (this.instanceId && this.instanceId !== e.instanceId) this.emit('lost', 'media_restarted');
+        if (this.instanceId && this.instanceId !== e.instanceId) this.emit('lost', 'media_restarted', true);
         this.instanceId = e.instanceId;
       } else if (e.type === 'session_closed' && e.reason !== 'requested') {
         this.emit('session_closed', e.callId, e.reason);
@@ -45,8 +47,9 @@ export class MediaLink extends EventEmitter<LinkEvents> {
         if (reason === 'shutdown') this.log.info({ reason }, 'media process stopped: its sessions are gone');
         else this.log.warn({ reason, err: error?.message }, 'media event stream ended: its sessions are gone');
       }
+      const wasConnected = this.instanceId !== null;
       this.instanceId = null;
-      this.emit('lost', reason === 'shutdown' ? 'media_shutdown' : 'media_lost');
+      this.emit('lost', reason === 'shutdown' ? 'media_shutdown' : 'media_lost', wasConnected);
       this.retry = setTimeout(() => this.start(), 1000);
     });
   }

@@ -3,14 +3,14 @@
 // transitions applied here, the default process metrics). Platform-wide gauges (live calls, channels in use, live
 // legs of every organization) are the workers' (shared/metrics/platform-gauges.ts), so that nothing global is read
 // once per signaling process.
-import type { MediaLink } from './media.ts';
+import type { MediaFleet } from './media-fleet.ts';
 import type { SipService } from './sip/service.ts';
 import type { Softphone } from './softphone.ts';
 import { gaugeLines } from '../shared/metrics/exposition.ts';
 import { renderProcessMetrics } from '../shared/metrics/process-metrics.ts';
 import type { Logger } from '../shared/log.ts';
 
-export function renderMetrics(phone: Softphone, media: MediaLink | null, log: Logger, sip: SipService | null = null): Promise<string> {
+export function renderMetrics(phone: Softphone, media: MediaFleet | null, log: Logger, sip: SipService | null = null): Promise<string> {
   return renderProcessMetrics([{ name: 'signaling', collect: () => {
     const out = [
       ...gaugeLines('openline_signaling_sockets', 'Softphone WebSockets open on this process.', [[{}, phone.stats.sockets]]),
@@ -23,8 +23,18 @@ export function renderMetrics(phone: Softphone, media: MediaLink | null, log: Lo
       '# TYPE openline_signaling_errors_total counter',
       ...[...phone.stats.refused].map(([code, n]) => `openline_signaling_errors_total{code="${code}"} ${n}`),
     ];
-    if (media) out.push(...gaugeLines('openline_signaling_media_link_up', '1 while the event stream to the media process is open.',
+    if (media) out.push(...gaugeLines('openline_signaling_media_link_up', '1 while the event stream to a media process is open.',
       [[{}, media.connected ? 1 : 0]]));
+    if (media?.fleetMode) {
+      // MEDIA_FLEET=1: each media process this one talks to, with the load it announced.
+      const members = media.list();
+      out.push(...gaugeLines('openline_signaling_media_fleet_up', 'Per media process of the fleet: 1 while its event stream is open.',
+        members.map((m) => [{ media: m.instance }, m.connected ? 1 : 0])));
+      out.push(...gaugeLines('openline_signaling_media_fleet_sessions', 'Per media process of the fleet: sessions (routers) it announced.',
+        members.map((m) => [{ media: m.instance }, m.sessions])));
+      out.push(...gaugeLines('openline_signaling_media_fleet_draining', 'Per media process of the fleet: 1 while it drains.',
+        members.map((m) => [{ media: m.instance }, m.draining ? 1 : 0])));
+    }
     if (sip) out.push(...sip.metrics());
     return out;
   } }], log);

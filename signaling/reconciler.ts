@@ -16,7 +16,6 @@ import type { Leg, Legs } from '../shared/calls/model.ts';
 import { scheduleTicketCleanup } from '../shared/tickets/queue.ts';
 import { endBrowserLeg } from '../shared/tickets/tickets.ts';
 import type { LegAccounts } from '../shared/channels/legs.ts';
-import type { MediaControlClient } from '../shared/media/control-client.ts';
 import { forgetDialog, readDialog, type DialogRecord } from './sip/dialog-record.ts';
 
 export const HEARTBEAT_MS = 2_000;
@@ -32,7 +31,7 @@ const CLEANUP_GRACE_SECONDS = 5;
 
 /** media: when given, the media session of each call abandoned here is closed too (media's own session limit is the
  *  backstop when media cannot be reached). */
-export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, media?: MediaControlClient | null): Promise<SignalingReport | null> {
+export async function reconcileSignaling(rt: CallRuntime, legs: LegAccounts, media?: { closeSession(callId: string): Promise<unknown> } | null): Promise<SignalingReport | null> {
   const { db, redis, key } = rt.deps;
   const lock = await redis.set(key('sig', 'reconcile-lock'), '1', 'PX', RECONCILE_MS - 200, 'NX');
   if (lock !== 'OK') return null;

@@ -17,7 +17,7 @@ import { endBrowserLeg, redeemTickets, type RedeemRequest, type Redeemed, type T
 import { verifyRoomToken } from '../shared/tokens/room-token.ts';
 import { MediaControlError } from '../shared/media/control-client.ts';
 import type { MediasoupObject } from '../shared/media/protocol.ts';
-import type { MediaLink } from './media.ts';
+import type { MediaFleet } from './media-fleet.ts';
 import { IncomingCalls, incomingChannel } from './incoming.ts';
 import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ClientMessage, type ErrorCode } from './protocol.ts';
 
@@ -70,11 +70,11 @@ export class Softphone {
   private readonly sip: boolean;
   readonly incoming: IncomingCalls<Session>;
 
-  /** media: the media process's link (CARRIER=sandbox); null when this signaling carries no media (CARRIER=livekit,
-   *  where LiveKit carries it, or SIGNALING_MEDIA=off): welcome.media is then null and media messages answer
-   *  media_unavailable. */
+  /** media: the media fleet (signaling/media-fleet.ts: one media process, or several with MEDIA_FLEET=1); null when
+   *  this signaling carries no media (CARRIER=livekit, where LiveKit carries it, or SIGNALING_MEDIA=off):
+   *  welcome.media is then null and media messages answer media_unavailable. */
   constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly log: Logger,
-    private readonly media: MediaLink | null = null) {
+    private readonly media: MediaFleet | null = null) {
     this.legs = new LegAccounts(rt.deps.redis, rt.deps.key);
     this.sip = rt.deps.config.carrier === 'sip';
     this.redemptions = new TurnBatcher((reqs) => redeemTickets(rt.deps.db, reqs, { instance }));
@@ -88,15 +88,14 @@ export class Softphone {
 
   async start(app: uWS.TemplatedApp): Promise<void> {
     if (this.media) {
-      // The media process is gone (or restarted): every call of ours with a media session has lost its audio.
-      this.media.on('lost', (reason) => {
-        for (const s of this.byCall.values()) if (s.media) this.mediaLost(s, reason);
+      // A media process is gone (or restarted): every call of ours it carried has lost its audio.
+      this.media.on('lost', (reason, carries) => {
+        for (const s of this.byCall.values()) if (s.media && carries(s.callId!)) this.mediaLost(s, reason);
       });
       this.media.on('session_closed', (callId, reason) => {
         const s = this.byCall.get(callId);
         if (s?.media) this.mediaLost(s, reason);
       });
-      this.media.start();
     }
     this.subscriber = this.rt.deps.redis.duplicate({ enableAutoPipelining: false });
     const incoming = incomingChannel(this.rt.deps.key);
@@ -136,7 +135,6 @@ export class Softphone {
   async stop(): Promise<void> {
     for (const s of this.sessions.values()) if (s.open) s.ws.end(1001, 'server shutting down');
     await this.subscriber?.quit().catch(() => undefined);
-    this.media?.stop();
   }
 
   private send(s: Session, frame: string) {
@@ -214,7 +212,6 @@ export class Softphone {
       this.send(s, errorFrame('media_unavailable', undefined, id));
       return;
     }
-    const media = this.media.client;
     const callId = s.callId!;
     const known = (transportId: string) => {
       if (s.transports.has(transportId)) return true;
@@ -222,6 +219,7 @@ export class Softphone {
       return false;
     };
     try {
+      const media = await this.media.clientOf(callId);
       switch (m.type) {
         case 'transport': {
           if ([...s.transports.values()].includes(m.direction)) {
@@ -278,7 +276,7 @@ export class Softphone {
     if (!this.media || !s.media || !s.answered || s.farEnd) return;
     s.farEnd = true;
     const callId = s.callId!;
-    this.media.client.attachSandboxFarEnd(callId).catch((err) => {
+    this.media.clientOf(callId).then((client) => client.attachSandboxFarEnd(callId)).catch((err) => {
       this.log.warn({ err, call_id: callId }, 'attaching the sandbox far end failed');
       if (s.media && err instanceof MediaControlError && (err.code === 'unreachable' || err.code === 'not_found')) this.mediaLost(s, err.code);
     });
@@ -288,7 +286,7 @@ export class Softphone {
   private closeMedia(s: Session) {
     if (!this.media || !s.media) return;
     s.media = false;
-    this.media.client.closeSession(s.callId!).catch(() => undefined);
+    this.media.closeSession(s.callId!).catch(() => undefined);
   }
 
   /** The call's router on the media process (null when this signaling carries no media); false when the socket
@@ -298,7 +296,7 @@ export class Softphone {
     let media: { router_rtp_capabilities: MediasoupObject };
     try {
       // CARRIER=sip: the call's `sip` session, which its SIP leg joins too (the browser talks through that leg).
-      const created = await this.media.client.createSession(callId, this.sip ? { carrier: 'sip' } : {});
+      const created = await this.media.createSession(callId, this.sip ? { carrier: 'sip' } : {});
       s.media = true;
       media = { router_rtp_capabilities: created.rtpCapabilities };
     } catch (err) {

@@ -9,7 +9,7 @@ import { listenExclusive } from '../shared/uws-listen.ts';
 import { serveSignalingHttp } from './http.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, aliveKey, reconcileSignaling } from './reconciler.ts';
 import { SOFTPHONE_PATH, Softphone } from './softphone.ts';
-import { MediaLink } from './media.ts';
+import { MediaFleet } from './media-fleet.ts';
 import { SipService } from './sip/service.ts';
 
 // Signaling: the softphone WebSocket (ticket redemption, call progress, call control), leg accounting and its
@@ -33,25 +33,27 @@ export async function startSignaling(config: Config, log: Logger): Promise<Runni
     // Media: with the sandbox carrier signaling drives the media process (mediasoup); with LiveKit the media is
     // LiveKit's and the softphone WebSocket carries signaling only (welcome.media null). SIGNALING_MEDIA=off forces
     // signaling only (tests of the call flow, bench:signaling's redemption figure).
-    // With the SIP trunk carrier signaling also runs the SIP user agent, whose legs' RTP is media's (its own link); a
-    // browser call's session is the `sip` one its SIP leg joins.
+    // With the SIP trunk carrier signaling also runs the SIP user agent, whose legs' RTP is media's; a browser call's
+    // session is the `sip` one its SIP leg joins. Both find a call's media process through the one MediaFleet
+    // (signaling/media-fleet.ts: MEDIA_CONTROL_URL, or with MEDIA_FLEET=1 the media processes announced in Redis).
     const mediaOn = (config.carrier === 'sandbox' || config.carrier === 'sip') && config.signalingMedia;
-    const mediaSettings = mediaOn || config.carrier === 'sip' ? config.media : null;
-    const media = mediaOn && mediaSettings ? new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log) : null;
-    const sip = config.carrier === 'sip' && mediaSettings
-      ? new SipService(rt, instance, new MediaLink(mediaSettings.controlUrl, mediaSettings.controlSecret, log), log) : null;
+    const fleet = mediaOn || config.carrier === 'sip' ? MediaFleet.create(config.media, redis, services.key, log) : null;
+    if (fleet) stops.push(async () => fleet.stop());
+    const media = mediaOn ? fleet : null;
+    const sip = config.carrier === 'sip' && fleet ? new SipService(rt, instance, fleet, log) : null;
     await sip?.start();
     if (sip) stops.push(() => sip.stop());
     const phone = new Softphone(rt, instance, log, media);
     await phone.start(app);
     stops.push(() => phone.stop());
-    serveSignalingHttp(app, { config, db, redis, log, instance, phone, media, sip });
+    fleet?.start(); // after both listen to it
+    serveSignalingHttp(app, { config, db, redis, log, instance, phone, media: fleet, sip });
 
     let reconciling = false;
     const reconciler = setInterval(() => {
       if (reconciling) return;
       reconciling = true;
-      reconcileSignaling(rt, phone.legs, media?.client)
+      reconcileSignaling(rt, phone.legs, media)
         .then((r) => { if (r?.abandoned) log.warn(r, 'abandoned browser calls of a signaling process that is gone'); })
         .catch((err) => log.error({ err }, 'signaling reconcile failed'))
         .finally(() => { reconciling = false; });
@@ -63,7 +65,7 @@ export async function startSignaling(config: Config, log: Logger): Promise<Runni
     const port = uWS.us_socket_local_port(listenSocket);
     return {
       info: { health: `http://${config.host}:${port}/healthz`, softphone: `ws://${config.host}:${port}${SOFTPHONE_PATH}`, instance,
-        media: mediaSettings?.controlUrl ?? null, sip: sip?.address ?? null, sip_tls: sip?.tlsAddress ?? null },
+        media: fleet ? (config.media.fleet ? 'fleet' : config.media.controlUrl) : null, sip: sip?.address ?? null, sip_tls: sip?.tlsAddress ?? null },
       stop,
     };
   } catch (err) {

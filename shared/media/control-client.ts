@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { Agent, request, type IncomingMessage } from 'node:http';
 import type {
-  BrowserTransportCreated, CarrierLegConnect, CarrierLegCreated, Consumed, ControlErrorBody, ControlErrorCode,
+  BrowserTransportCreated, CarrierLegConnect, DrainStarted, CarrierLegCreated, Consumed, ControlErrorBody, ControlErrorCode,
   FarEndAttached, MediaEvent, MediasoupObject, Produced, SessionCreated, SessionStats, SessionSummary, WorkersInfo,
 } from './protocol.ts';
 import { paths } from './protocol.ts';
@@ -77,6 +77,8 @@ export class MediaControlClient {
   /** Each of the two connected legs hears the other. */
   bridge(callId: string, legs: [string, string]): Promise<{ bridged: true }> { return this.call('POST', paths.bridge(callId), { legs }); }
   workers(): Promise<WorkersInfo> { return this.call('GET', paths.workers); }
+  /** Starts draining the media process (a rolling restart): no new sessions; it exits once its last one closed. */
+  drain(): Promise<DrainStarted> { return this.call('POST', paths.drain); }
 
   /** Opens the event stream; see MediaEventStream. */
   watch(): MediaEventStream {

@@ -212,13 +212,40 @@ export interface WorkersInfo {
   workers: { pid: number; sessions: number }[];
 }
 
+/** POST /v1/drain: the process takes no new sessions (POST /v1/sessions answers 503 `unavailable` for a new call id)
+ *  and exits once its last session closed. */
+export interface DrainStarted { draining: true; sessions: number }
+
+/** What a media process announces to the fleet (MEDIA_FLEET=1) every heartbeat, in the Redis hash of
+ *  media/fleet-announcer.ts; signaling places new calls by it (signaling/media-fleet.ts). */
+export interface MediaAnnouncement {
+  instance: string;
+  /** Where signaling reaches its control API (MEDIA_ADVERTISE_URL, else its listen address). */
+  controlUrl: string;
+  pid: number;
+  listenIp: string;
+  announcedIp: string | null;
+  /** Sessions open: one mediasoup router each. */
+  sessions: number;
+  routers: number;
+  /** mediasoup transports open (browser and carrier legs). */
+  transports: number;
+  workers: number;
+  /** CPU time of its mediasoup workers over the last heartbeat interval, in cores (1 = one core busy). */
+  workerCpu: number;
+  draining: boolean;
+  /** When it was written (ms since the epoch), and when it counts as gone unless renewed. */
+  at: number;
+  expiresAt: number;
+}
+
 export type SessionCloseReason = 'requested' | 'worker_died' | 'max_duration' | 'shutdown';
 
 /** Lines of GET /v1/events (one JSON object per line, application/x-ndjson). The stream ending without a
  *  `shutdown` line means the media process died: every session it held is gone. */
 export type MediaEvent =
   | { type: 'hello'; instanceId: string; pid: number; sessions: string[]; heartbeatMs: number }
-  | { type: 'heartbeat'; at: string; sessions: number }
+  | { type: 'heartbeat'; at: string; sessions: number; draining?: boolean }
   | { type: 'session_closed'; callId: string; reason: SessionCloseReason }
   /** Sessions on the dead worker were each reported by a session_closed line (reason worker_died) before this. */
   | { type: 'worker_replaced'; deadPid: number; newPid: number | null }
@@ -249,5 +276,6 @@ export const paths = {
   connectCarrierLeg: (callId: string, legId: string) => `/v1/sessions/${encodeURIComponent(callId)}/carrier-legs/${encodeURIComponent(legId)}/connect`,
   bridge: (callId: string) => `/v1/sessions/${encodeURIComponent(callId)}/bridge`,
   workers: '/v1/workers',
+  drain: '/v1/drain',
   events: '/v1/events',
 } as const;

@@ -36,6 +36,13 @@ export interface MediaSettings {
    *  inside SIP_TRUNK_ALLOW (far ends behind NAT). Default 0: straight into mediasoup, heard only from the SDP's
    *  address and port, at about twice the calls per core. */
   sipRtpLatching: boolean;
+  /** MEDIA_FLEET=1: media processes announce themselves and their load in Redis (media/fleet-announcer.ts) and each
+   *  signaling process places each new call on the least-loaded one (signaling/media-fleet.ts). Default 0: one media
+   *  process at MEDIA_CONTROL_URL, no Redis in media. Set it alike on media and signaling. */
+  fleet: boolean;
+  /** The control URL a media process announces to the fleet (MEDIA_ADVERTISE_URL); null: its own listen address
+   *  (http://HOST:port, so HOST must then be an address signaling can reach, not 0.0.0.0 or ::). */
+  advertiseUrl: string | null;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -73,7 +80,29 @@ export function loadMediaSettings(env: NodeJS.ProcessEnv): MediaSettings {
     sandboxToneMs: int(env, 'MEDIA_SANDBOX_TONE_MS', 1000, 0, 60_000),
     recordingsDir: recordingsDirOf(env),
     sipRtpLatching: zeroOrOne(env, 'SIP_RTP_LATCHING'),
+    fleet: zeroOrOne(env, 'MEDIA_FLEET'),
+    advertiseUrl: advertiseUrl(env),
   };
+}
+
+/** MEDIA_ADVERTISE_URL: an http(s) URL with a host that says where this one process is (no path, query or
+ *  credentials), or unset. */
+function advertiseUrl(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.MEDIA_ADVERTISE_URL;
+  if (raw === undefined || raw === '') return null;
+  let u: URL;
+  try { u = new URL(raw); } catch { throw new Error(`MEDIA_ADVERTISE_URL must be an http(s) URL, got "${raw}"`); }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`MEDIA_ADVERTISE_URL must be an http(s) URL, got "${raw}"`);
+  if (u.username || u.password || u.search || u.hash || (u.pathname !== '/' && u.pathname !== '')) {
+    throw new Error(`MEDIA_ADVERTISE_URL must be scheme://host:port only, got "${raw}"`);
+  }
+  if (isUnspecified(u.hostname.replace(/^\[|\]$/g, ''))) throw new Error(`MEDIA_ADVERTISE_URL must name a reachable host, not ${u.hostname}`);
+  return `${u.protocol}//${u.host}`;
+}
+
+/** 0.0.0.0 and ::, which a process may listen on but nobody can reach. */
+export function isUnspecified(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
 }
 
 /** True for 127.0.0.0/8, ::1 and localhost: the only addresses the development secret may be served on. */

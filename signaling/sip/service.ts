@@ -18,7 +18,7 @@ import type { CallRuntime } from '../../shared/calls/runtime.ts';
 import { MediaControlError } from '../../shared/media/control-client.ts';
 import type { Logger } from '../../shared/log.ts';
 import { queuePrefix, type Redis } from '../../shared/redis.ts';
-import type { MediaLink } from '../media.ts';
+import type { MediaFleet } from '../media-fleet.ts';
 import { HEARTBEAT_MS, HEARTBEAT_TTL_MS, RECONCILE_MS, reconcileSipOrphans, type SipOrphanHost } from '../reconciler.ts';
 import { forgetDialog, saveDialog, sendRecoveredBye, sendRecoveredCancel, type DialogState } from './dialog-record.ts';
 import { OutboundLeg, type LegHost } from './outbound-leg.ts';
@@ -49,7 +49,7 @@ export class SipService {
   private readonly host: LegHost & Omit<InboundHost, 'stopRinging'>;
   private readonly allowCidrs: string[];
 
-  constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly media: MediaLink, private readonly log: Logger) {
+  constructor(private readonly rt: CallRuntime, private readonly instance: string, private readonly media: MediaFleet, private readonly log: Logger) {
     this.ua = new SipUserAgent(rt.deps.config.sip!, log);
     this.allowCidrs = rt.deps.config.sip!.allow.map((c) => `${c.address}/${c.prefix}`);
     this.host = {
@@ -58,12 +58,12 @@ export class SipService {
       openMedia: async (leg: OutboundLeg | InboundLeg) => {
         const r = leg.req;
         // The session outlives the longest call (ringing twice on a bridge, then talking) and then closes itself.
-        await media.client.createSession(r.callId, { carrier: 'sip', maxDurationMs: (r.maxDurationSeconds + 2 * r.ringTimeoutSeconds + 60) * 1000, record: ('record' in r && r.record) || undefined });
-        const created = await media.client.createCarrierLeg(r.callId, r.legId);
+        await media.createSession(r.callId, { carrier: 'sip', maxDurationMs: (r.maxDurationSeconds + 2 * r.ringTimeoutSeconds + 60) * 1000, record: ('record' in r && r.record) || undefined });
+        const created = await (await media.clientOf(r.callId)).createCarrierLeg(r.callId, r.legId);
         return { ip: created.ip, port: created.port, rtcpPort: created.rtcpPort };
       },
       // With SIP_RTP_LATCHING, RTP from anywhere inside SIP_TRUNK_ALLOW latches the leg (media/rtp-relay.ts).
-      connectMedia: async (leg: OutboundLeg | InboundLeg, far: Answer) => { await media.client.connectCarrierLeg(leg.callId, leg.legId, { ...far, allow: this.allowCidrs }); },
+      connectMedia: async (leg: OutboundLeg | InboundLeg, far: Answer) => { await (await media.clientOf(leg.callId)).connectCarrierLeg(leg.callId, leg.legId, { ...far, allow: this.allowCidrs }); },
       publish: (leg: OutboundLeg | InboundLeg, kind: CarrierEvent['kind'], reason?: LegEndReason, seq?: number) => this.publish(leg, kind, reason, seq),
       release: (leg: OutboundLeg | InboundLeg) => void this.releaseMedia(leg),
       recordPending: (leg: OutboundLeg) => this.writeDialog(leg, leg.pendingState(), leg.req.ringTimeoutSeconds + 60),
@@ -82,10 +82,9 @@ export class SipService {
     await this.inbound.start();
     // The media process lost the call's session (or restarted): its legs have no audio any more.
     this.media.on('session_closed', (callId) => this.mediaLost(callId, 'media session closed'));
-    this.media.on('lost', () => {
-      for (const callId of new Set([...this.legs.values()].filter((l) => l.live).map((l) => l.callId))) this.mediaLost(callId, 'media lost');
+    this.media.on('lost', (_reason, carries) => {
+      for (const callId of new Set([...this.legs.values()].filter((l) => l.live && carries(l.callId)).map((l) => l.callId))) this.mediaLost(callId, 'media lost');
     });
-    this.media.start();
     const announce = () => redis.zadd(sipInstancesKey(this.rt.deps.key), Date.now() + HEARTBEAT_TTL_MS, this.instance);
     await announce();
     this.timers.push(setInterval(() => {
@@ -139,7 +138,6 @@ export class SipService {
     await this.inbound.stop();
     await new Promise((r) => setTimeout(r, 100)); // the CANCELs and BYEs leave the socket
     await this.ua.stop();
-    this.media.stop();
   }
 
   private async command(c: SipCommand): Promise<string> {
@@ -166,7 +164,7 @@ export class SipService {
         // A leg ended before the command arrived (e.g. a far-end BYE right after answering): nothing to join.
         if (![connect, destination].every((l) => this.legs.get(l.legId)?.live)) return 'ended';
         try {
-          await this.media.client.bridge(callId, [connect.legId, destination.legId]);
+          await (await this.media.clientOf(callId)).bridge(callId, [connect.legId, destination.legId]);
           return 'bridged';
         } catch (err) {
           // The media process is gone (it died between the answer and this command): the call ends media_lost.
@@ -200,7 +198,7 @@ export class SipService {
       void sent.then((status) =>
         this.log.warn({ leg_id: rec.legId, owner: rec.owner, status }, `sent the ${what} of a SIP leg whose signaling process died`));
     },
-    closeMedia: async (callId) => { await this.media.client.closeSession(callId); },
+    closeMedia: async (callId) => { await this.media.closeSession(callId); },
   };
 
   private sweepOrphans(): void {
@@ -227,10 +225,9 @@ export class SipService {
   }
 
   private async releaseMedia(leg: OutboundLeg | InboundLeg): Promise<void> {
-    const client = this.media.client;
-    await client.closeCarrierLeg(leg.callId, leg.legId).catch(() => undefined); // not_found: it never had one
+    await this.media.clientOf(leg.callId).then((client) => client.closeCarrierLeg(leg.callId, leg.legId)).catch(() => undefined); // not_found: it never had one
     const others = this.legsOf(leg.callId).some((l) => l !== leg && l.live);
-    if (!others) await client.closeSession(leg.callId).catch(() => undefined);
+    if (!others) await this.media.closeSession(leg.callId).catch(() => undefined);
   }
 
   private publish(leg: OutboundLeg | InboundLeg, kind: CarrierEvent['kind'], reason?: LegEndReason, seq?: number): void {
