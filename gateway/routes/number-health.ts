@@ -18,7 +18,7 @@ import {
   attemptView, changeSessionStatus, createSession, getSession, MODES, SCOPE_KINDS, SESSION_STATUSES, sessionView,
   type AttemptRow, type SessionRow,
 } from '../../shared/number-health/sessions.ts';
-import { createSet, getSet, listSets, MEMBER_ROLES, MEMBER_STATES, setView, updateSet, type SetRow } from '../../shared/number-health/sets.ts';
+import { createSet, deleteSet, getSet, listSets, MEMBER_ROLES, MEMBER_STATES, removeMember, setView, updateSet, type SetRow } from '../../shared/number-health/sets.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { PageQuery } from '../../shared/pagination.ts';
 import type { Plugin } from '../http/types.ts';
@@ -192,6 +192,37 @@ export const numberHealthRoutes: Plugin = (routes) => {
       const user = attributedUser(ctx.principal);
       const reply = (s: SetRow) => ({ status: 200, body: { data: setView(s) } });
       return reply(await updateSet(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, user, ctx.body, ctx.idempotent(reply)));
+    },
+  });
+  routes.add({
+    method: 'DELETE', path: '/v1/number-health/sets/{id}/members/{phone_id}', scope: 'phone_numbers:write', tag: TAG,
+    summary: 'Remove a number from a Number Set',
+    description: 'Takes one number out of the set (to keep it but stop selecting it, PATCH its state to RETIRED instead). '
+      + 'The number, its calls and its evidence stay; selection no longer considers it. Answers 200 with the set; a number '
+      + `that is not a member is not_found. ${needsUser}`,
+    examples: { response: { data: { ...SET_EXAMPLE, members: [] } } },
+    params: Type.Object({
+      id: Type.String({ description: 'The Number Set id (uuid).' }),
+      phone_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The member\'s phone number id.' }),
+    }),
+    response: { status: 200, schema: Type.Object({ data: NumberSetResponse }) },
+    errors: ['user_required'],
+    handler: async (ctx) => {
+      const user = attributedUser(ctx.principal);
+      const reply = (s: SetRow) => ({ status: 200, body: { data: setView(s) } });
+      return reply(await removeMember(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.params.phone_id, user, ctx.idempotent(reply)));
+    },
+  });
+  routes.add({
+    method: 'DELETE', path: '/v1/number-health/sets/{id}', scope: 'phone_numbers:write', tag: TAG, summary: 'Delete a Number Set',
+    description: 'Deletes the set and its memberships. The numbers, their calls and evidence stay; spam-test sessions keep '
+      + 'the numbers they queued; dialing with this number_set_id is then refused (validation_error). Answers 204.',
+    params: UuidIdParams('Number Set'),
+    response: { status: 204, description: 'Deleted' },
+    handler: async (ctx) => {
+      const reply = () => ({ status: 204 });
+      await deleteSet(ctx.deps.db, ctx.principal.organizationId, ctx.params.id, ctx.idempotent(reply));
+      return reply();
     },
   });
   routes.add({

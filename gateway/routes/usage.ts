@@ -69,14 +69,14 @@ export const usageRoutes: Plugin = (routes) => {
     method: 'GET', path: '/v1/usage/summary', scope: 'usage:read', tag: 'Usage', summary: 'Read the usage summary',
     description: 'Today\'s and this month\'s usage (UTC), the plan (included voice minutes, used and remaining; null: no '
       + 'minute limit), the daily spend cap with what is left of it today, and the call limits (channels held at once, with '
-      + 'those in use now, and new calls per minute). Read-only. With `sub_entity_id` (and always for a key limited to a '
+      + 'those in use now, new calls per minute, and the countries beyond the US and Canada that calls may go to). Read-only. With `sub_entity_id` (and always for a key limited to a '
       + 'sub-entity), today and month are that sub-entity\'s; plan, spend cap and limits stay the organization\'s.',
     examples: {
       response: { data: {
         today: DAY_EXAMPLE, month: { ...DAY_EXAMPLE, period: '2026-11' },
         plan: { subscription_active: true, included_voice_minutes: 1000, used_voice_minutes: 41, remaining_voice_minutes: 959 },
         spend_cap: { daily_cap_cents: 10000, today_cents: 158, remaining_today_cents: 9842 },
-        limits: { channel_limit: 10, channels_in_use: 2, calls_per_minute: 60 },
+        limits: { channel_limit: 10, channels_in_use: 2, calls_per_minute: 60, allow_countries: ['GB', 'MX'] },
       } },
     },
     query: Type.Object({ sub_entity_id: SUB_ENTITY }, { additionalProperties: false }),

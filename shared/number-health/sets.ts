@@ -1,5 +1,7 @@
 // Number Sets: named groups of owned numbers for caller-ID selection. Members are upserted (a PATCH never removes
 // an omitted member); RETIRED only takes a member out of selection (no release, no billing change, history kept).
+// A member is removed, or a whole set deleted, only when asked by name (removeMember, deleteSet): the numbers, their
+// calls and their evidence stay; sessions keep the numbers they queued at creation.
 import type { Static } from '@sinclair/typebox';
 import type { Db, Tx, WithinTx } from '../db.ts';
 import { notFound, validationError } from '../errors.ts';
@@ -129,6 +131,32 @@ export async function updateSet(db: Db, organizationId: string, id: string, user
     const s = (await readSet(tx, organizationId, id))!;
     await within?.(tx, s);
     return s;
+  });
+}
+
+/** Takes one number out of a set (the number itself, its calls and evidence stay). Not a member: not_found. */
+export async function removeMember(db: Db, organizationId: string, id: string, phoneId: number, userId: string,
+  within?: WithinTx<SetRow>): Promise<SetRow> {
+  return db.tx(async (tx) => {
+    if (!await readSet(tx, organizationId, id, true)) throw notFound(`Number Set ${id}`);
+    const gone = await tx.oneOrNone('DELETE FROM number_set_members WHERE set_id = $1 AND phone_id = $2 RETURNING phone_id', [id, phoneId]);
+    if (!gone) throw notFound(`Member ${phoneId} of Number Set ${id}`);
+    // The version moves so every gateway's cached selection ranking of this set is recomputed.
+    await tx.none('UPDATE number_sets SET updated_by_user_id = $3, updated_at = now(), version = version + 1 WHERE id = $1 AND organization_id = $2',
+      [id, organizationId, userId]);
+    const s = (await readSet(tx, organizationId, id))!;
+    await within?.(tx, s);
+    return s;
+  });
+}
+
+/** Deletes a set and its memberships; dialing with its id then answers validation_error (no such set). */
+export async function deleteSet(db: Db, organizationId: string, id: string, within?: WithinTx<void>): Promise<void> {
+  await db.tx(async (tx) => {
+    if (!await readSet(tx, organizationId, id, true)) throw notFound(`Number Set ${id}`);
+    await tx.none('DELETE FROM number_set_members WHERE set_id = $1', [id]);
+    await tx.none('DELETE FROM number_sets WHERE id = $1 AND organization_id = $2', [id, organizationId]);
+    await within?.(tx, undefined);
   });
 }
 

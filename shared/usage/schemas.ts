@@ -43,5 +43,6 @@ export const UsageSummaryResponse = Type.Object({
     channel_limit: Type.Integer({ description: 'Channels the organization may hold at once (a bridge call holds 2, an AI or browser call 1); more answer 429 channel_limit_exceeded.' }),
     channels_in_use: Type.Integer({ description: 'Channels held right now by calls in progress.' }),
     calls_per_minute: Type.Integer({ description: 'New calls per minute; more answer 429 rate_limited.' }),
+    allow_countries: Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { description: 'ISO 3166-1 alpha-2 countries outside the US, Canada and the US territories (which are always open) that calls may be placed to; empty: domestic only. Other countries are refused with destination_blocked.' }),
   }, { description: 'The organization\'s call limits (set by an operator: npm run admin -- org limits) and how close it is to the channel limit.' }),
 }, { description: 'The summary.' });

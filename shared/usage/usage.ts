@@ -108,8 +108,8 @@ export async function usageSummary(db: Db, organizationId: string, now: Date, ch
   const [days, subDays, org, inUse] = await Promise.all([
     usageByPeriod(db, organizationId, first, today, 'day'),
     subEntityId === undefined ? Promise.resolve(null) : usageByPeriod(db, organizationId, first, today, 'day', subEntityId),
-    db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string; channel_limit: number; calls_per_minute: number }>(
-      `SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap, channel_limit, calls_per_minute
+    db.one<{ subscription_active: boolean; voice_minutes_included: number | null; cap: string; channel_limit: number; calls_per_minute: number; allow_countries: string[] }>(
+      `SELECT subscription_active, voice_minutes_included, daily_spend_cap_cents AS cap, channel_limit, calls_per_minute, allow_countries
          FROM organizations WHERE id = $1`, [organizationId]),
     channelsInUse(),
   ]);
@@ -125,7 +125,8 @@ export async function usageSummary(db: Db, organizationId: string, now: Date, ch
       remaining_voice_minutes: org.voice_minutes_included === null ? null : Math.max(0, org.voice_minutes_included - used),
     },
     spend_cap: { daily_cap_cents: cap, today_cents: day.spend_cents.total, remaining_today_cents: Math.max(0, cap - day.spend_cents.total) },
-    limits: { channel_limit: org.channel_limit, channels_in_use: inUse, calls_per_minute: org.calls_per_minute },
+    limits: { channel_limit: org.channel_limit, channels_in_use: inUse, calls_per_minute: org.calls_per_minute,
+      allow_countries: [...org.allow_countries].sort() },
   };
 }
 

@@ -11,6 +11,7 @@ import t, { type Test } from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { createUser } from '../../shared/users/members.ts';
 import { setPlan } from '../../shared/usage/plan.ts';
+import { setLimits } from '../../shared/calls/limits.ts';
 import { axeClean, signInConsole } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually, ROOT } from '../helpers/env.ts';
@@ -30,6 +31,7 @@ if (chromiumSkip) {
   await createUser(env.db, { organizationId: org.organization_id, email: 'owner.usage@example.com', role: 'owner', password: PASSWORD });
   await createUser(env.db, { organizationId: org.organization_id, email: 'viewer.usage@example.com', role: 'viewer', password: PASSWORD });
   await setPlan(env.db, org.organization_id, { includedMinutes: 50 });
+  await setLimits(env.db, org.organization_id, { allow_countries: ['MX', 'GB'] });
   const browser: Browser = await launchChromium(t);
 
   // Usage: two sandbox bridge calls that answer, talk and end (a minute on each leg).
@@ -133,6 +135,10 @@ if (chromiumSkip) {
     t.equal(Number(await channels.getAttribute('max')), limits.channel_limit, 'the channel meter holds the channel limit');
     t.match(await page.locator('#meter-channels-text').textContent(), `of ${limits.channel_limit} channels held right now`);
     t.ok(await page.getByText(`At most ${limits.calls_per_minute} new calls per minute`).isVisible(), 'the call rate limit is said');
+    t.same(limits.allow_countries, ['GB', 'MX']);
+    t.same(await page.getByRole('list', { name: 'Other countries allowed' }).getByRole('listitem').allTextContents(),
+      await page.evaluate((codes) => codes.map((c) => `${new Intl.DisplayNames(undefined, { type: 'region' }).of(c)} (${c})`), limits.allow_countries as string[]),
+      'the countries allowed beyond the US and Canada, by name, as the API lists them');
 
     // The values table can be shown on request, and is keyboard-reachable.
     await page.getByRole('button', { name: 'Show the values of Spend per day (last 30 days), values' }).click();

@@ -210,3 +210,48 @@ t.test('recipient stickiness: rendezvous over members of one tier and priority',
   const noDest = await env.request('POST', '/v1/calls/dial', { key: extra.api_key, body: { number_set_id: id, connect_number: '+13125550142' } });
   t.equal(noDest.body.error.code, 'destination_missing');
 });
+
+t.test('remove a member and delete a set: scopes, another organization, selection follows, the numbers stay', async (t) => {
+  const c = await env.request('POST', '/v1/number-health/sets', { key, body: { name: 'Removable', members: [{ phone_id: p5.id, priority: 1 }, { phone_id: p6.id, priority: 2 }] } });
+  t.equal(c.status, 201);
+  const id = c.body.data.id;
+  const resolve = async () => env.request('POST', `/v1/number-health/sets/${id}/resolve`, { key, body: { destination_number: '+12125550187' } });
+  t.equal((await resolve()).body.data.phone_id, p5.id, 'the lower priority first');
+
+  const ro = await env.createKey({ organizationId: org.organization_id, userId: org.user_id, scopes: ['caller_trust:read'] });
+  for (const p of [`/v1/number-health/sets/${id}/members/${p5.id}`, `/v1/number-health/sets/${id}`]) {
+    const r = await env.request('DELETE', p, { key: ro.apiKey });
+    t.equal(r.status, 403, `DELETE ${p} without phone_numbers:write`);
+    t.equal(r.body.error.code, 'scope_missing');
+    const o = await env.request('DELETE', p, { key: other.api_key });
+    t.equal(o.status, 404, `DELETE ${p}: another organization's set is not found`);
+    t.equal(o.body.error.code, 'not_found');
+  }
+  const noUser = await env.createKey({ organizationId: org.organization_id, userId: null, scopes: ['phone_numbers:write'] });
+  t.equal((await env.request('DELETE', `/v1/number-health/sets/${id}/members/${p5.id}`, { key: noUser.apiKey })).body.error?.code, 'user_required');
+  t.equal((await env.request('GET', `/v1/number-health/sets/${id}`, { key })).body.data.members.length, 2, 'nothing removed by refused requests');
+
+  const bad = await env.request('DELETE', `/v1/number-health/sets/${id}/members/abc`, { key });
+  t.equal(bad.status, 400);
+  t.equal(bad.body.error.code, 'validation_error');
+  t.ok(bad.body.error.fields.phone_id, 'fields.phone_id');
+  t.equal((await env.request('DELETE', `/v1/number-health/sets/${id}/members/${p1.id}`, { key })).status, 404, 'a number that is not a member');
+
+  const r = await env.request('DELETE', `/v1/number-health/sets/${id}/members/${p5.id}`, { key });
+  t.equal(r.status, 200);
+  t.same(r.body.data.members.map((m: any) => m.phone_id), [p6.id], 'the member is gone');
+  t.equal((await resolve()).body.data.phone_id, p6.id, 'selection no longer picks the removed number');
+  const fleet = (await env.request('GET', `/v1/number-health/numbers?number_set_id=${id}`, { key })).body.data;
+  t.same(fleet.map((f: any) => f.phone_id), [p6.id]);
+  t.equal((await env.request('GET', `/v1/phone-numbers/${p5.id}`, { key })).status, 200, 'the number itself stays');
+
+  const d = await env.request('DELETE', `/v1/number-health/sets/${id}`, { key });
+  t.equal(d.status, 204);
+  t.equal((await env.request('GET', `/v1/number-health/sets/${id}`, { key })).status, 404);
+  t.equal((await resolve()).status, 404, 'a deleted set resolves nothing');
+  t.equal((await env.db.one('SELECT count(*)::int AS n FROM number_set_members WHERE set_id = $1', [id])).n, 0, 'its memberships are gone');
+  t.equal((await env.request('DELETE', `/v1/number-health/sets/${id}`, { key })).status, 404, 'deleting twice: not found');
+  const dial = await env.request('POST', '/v1/calls/dial', { key, body: { number_set_id: id, to_number: '+12125550187', connect_number: '+13125550142' } });
+  t.equal(dial.status, 400);
+  t.match(dial.body.error.fields, { number_set_id: /not a Number Set of your organization/ });
+});

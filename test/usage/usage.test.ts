@@ -31,7 +31,18 @@ t.test('a new organization has zero usage and an active plan with no minute limi
   t.same(s.plan, { subscription_active: true, included_voice_minutes: null, used_voice_minutes: 0, remaining_voice_minutes: null });
   t.match(s.spend_cap, { daily_cap_cents: 100_000_000, today_cents: 0, remaining_today_cents: 100_000_000 });
   const limits = await env.db.one('SELECT channel_limit, calls_per_minute FROM organizations WHERE id = $1', [org.organization_id]);
-  t.same(s.limits, { ...limits, channels_in_use: 0 }, 'the call limits, nothing held');
+  t.same(s.limits, { ...limits, channels_in_use: 0, allow_countries: [] }, 'the call limits, nothing held, domestic calls only');
+});
+
+t.test('the summary\'s limits list the countries an operator allowed, sorted, for this organization only', async (t) => {
+  const set = await runAdmin(env.env, ['org', 'limits', '--org', org.organization_id, '--allow-countries', 'MX,GB']);
+  t.equal(set.code, 0, set.stderr);
+  t.teardown(() => runAdmin(env.env, ['org', 'limits', '--org', org.organization_id, '--allow-countries', 'none']));
+  const s = (await env.request('GET', '/v1/usage/summary', { key })).body.data;
+  t.same(s.limits.allow_countries, ['GB', 'MX']);
+  const o = await env.request('GET', '/v1/usage/summary', { key: other.api_key });
+  t.equal(o.status, 200);
+  t.same(o.body.data.limits.allow_countries, [], 'another organization sees its own (none)');
 });
 
 t.test('the summary\'s limits say how many channels are held right now', async (t) => {

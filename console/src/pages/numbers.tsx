@@ -4,12 +4,14 @@
 // (GET /v1/phone-numbers/available, POST /v1/phone-numbers), and a number is released after a confirmation
 // (DELETE /v1/phone-numbers/{id}). Without the scope there is nothing to change, buy or release.
 // With caller_trust:read each number also shows its Number Health state with the reasons (GET
-// /v1/number-health/numbers) and the Number Sets it belongs to (GET /v1/number-health/sets, for their names).
+// /v1/number-health/numbers) and the Number Sets it belongs to (GET /v1/number-health/sets, for their names), and
+// the Number Sets are listed below the numbers, made and changed there with phone_numbers:write (number-sets.tsx).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf, type AvailableNumber, type FleetItem, type NumberSet, type PhoneNumber, type Session } from '../api/client.ts';
 import { Confirm, ErrorLine, Loading, TableWrap, useSubmit } from '../components.tsx';
 import { dateTime } from '../format.ts';
 import { PageTitle } from '../router.tsx';
+import { NumberSets } from './number-sets.tsx';
 
 const PAGE_SIZE = 25;
 /** The sandbox inventory's area codes (GET /v1/phone-numbers/available's description). */
@@ -158,6 +160,7 @@ export function NumbersPage({ session }: { session: Session }) {
           <button type="button" class="secondary" disabled={!next || !numbers} onClick={() => next && setCursors((c) => [...c, next])}>Next page</button>
         </nav>
       </section>
+      {canHealth && <NumberSets canWrite={canWrite} onChanged={() => void loadHealth()} />}
       {editing && <NumberSettings number={editing} onSaved={saved} onCancel={() => setEditing(null)} />}
       {releasing && (
         <Confirm title={`Release ${releasing.phone_number}?`} confirmLabel="Release number" busy={releaseBusy}

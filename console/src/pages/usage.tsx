@@ -1,5 +1,5 @@
 // Usage: the plan and the limits with how close the account is to each (GET /v1/usage/summary: the daily spend cap
-// and the plan's included voice minutes; GET /v1/account: the plan's name and the numbers held), and spend per UTC day
+// and the plan's included voice minutes, the countries calls may reach; GET /v1/account: the plan's name and the numbers held), and spend per UTC day
 // (the last 30 days) and per month (the last 12) as bar charts (GET /v1/usage, granularity day and month), each with
 // its values in a table. Read-only: the plan and the limits are set by an operator (the admin CLI).
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -27,6 +27,12 @@ const monthsBefore = (day: string, n: number) => {
 };
 const percent = (part: number, whole: number) => (whole > 0 ? `${Math.round((part / whole) * 100)} %` : '—');
 const monthName = (p: string) => new Date(`${p}-01T00:00:00Z`).toLocaleDateString(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' });
+/** A country's name in the browser's language, with its code (the code alone where the browser has no name). */
+const countryName = (code: string) => {
+  let name: string | undefined;
+  try { name = new Intl.DisplayNames(undefined, { type: 'region' }).of(code); } catch { /* an old browser: the code alone */ }
+  return name && name !== code ? `${name} (${code})` : code;
+};
 const dayName = (p: string) => new Date(`${p}T00:00:00Z`).toLocaleDateString(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
 
 export function UsagePage({ session }: { session: Session }) {
@@ -89,6 +95,10 @@ function PlanAndLimits({ summary, account }: { summary: Summary; account: Accoun
         {account && <><dt>Phone numbers held</dt><dd>{account.footprint.phone_numbers}</dd></>}
         <dt>This month</dt>
         <dd>{month.calls.total} calls, {month.minutes.total} billed minutes, {month.sms_segments} SMS segments, {money(month.spend_cents.total)} spent</dd>
+        <dt>Countries you can call</dt>
+        <dd>The United States, Canada and the US territories{summary.limits.allow_countries.length === 0
+          ? '. Calls to any other country are refused with destination_blocked until your operator allows it.'
+          : <>, and: <ul class="plain" aria-label="Other countries allowed">{summary.limits.allow_countries.map((c) => <li key={c}>{countryName(c)}</li>)}</ul></>}</dd>
       </dl>
       <div class="meters">
         <Meter id="meter-spend" label="Daily spend cap" value={cap.today_cents} max={cap.daily_cap_cents}
