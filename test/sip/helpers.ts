@@ -66,6 +66,19 @@ export async function freePort(): Promise<number> {
   }
 }
 
+/** Two consecutive ports free for UDP and TCP (baresip listens for TLS on its SIP port + 1). */
+export async function freePortPair(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const nextFree = await new Promise<boolean>((r) => {
+      const srv = createServer();
+      srv.once('error', () => r(false));
+      srv.listen(port + 1, '127.0.0.1', () => srv.close(() => r(true)));
+    });
+    if (nextFree) return port;
+  }
+}
+
 /** Whether something bound the port (SIPp is listening), without talking to it. */
 async function bound(port: number, transport: 'udp' | 'tcp'): Promise<boolean> {
   if (transport === 'tcp') {
@@ -235,7 +248,7 @@ export async function startPhone(t: TapLike, o: {
   // aufile reads 16-bit PCM; 60 s outlasts any call the tests make.
   const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', join(dir, 'tone.wav'), 'synth', '60', 'sine', String(o.toneHz)]);
   if (sox.status !== 0) throw new Error(`sox failed: ${sox.stderr}`);
-  const port = await freePort();
+  const port = o.tls ? await freePortPair() : await freePort();
   const rtpBase = 30000 + 2 * Math.floor(Math.random() * 5000);
   writeFileSync(join(dir, 'config'), [
     'poll_method poll',
