@@ -1,6 +1,6 @@
 -- Monthly partitioning (issue 24): calls, events, webhook_delivery_attempts and sms_messages become RANGE-partitioned
 -- tables with one partition per UTC month, so retention drops whole months and the hot indexes stay month-sized.
--- docs/operations.md "Partitions" explains the choices and what this migration's lock costs.
+-- docs/operations.md "PostgreSQL partitions" explains the choices and what this migration's lock costs.
 --
 --   calls, sms_messages         partitioned by id. Every id is a UUIDv7 (shared/ids.ts), whose first 48 bits are
 --                               the creation time in ms and PostgreSQL compares uuids bytewise, so a month is the id
@@ -12,7 +12,7 @@
 --   webhook_delivery_attempts   partitioned by attempted_at (id is a bigserial, not a time).
 --   For the last two the keys that do not contain the partition key (events: PRIMARY KEY (id), UNIQUE (seq);
 --   attempts: PRIMARY KEY (id)) are kept on every partition instead of the parent: their values come from a
---   UUIDv7 generator or a sequence, which is what makes them unique across partitions.
+--   uuid generator or a sequence, which is what makes them unique across partitions.
 --
 -- Converting an existing table, all in this one transaction (ACCESS EXCLUSIVE on each table until COMMIT): the table
 -- is renamed <table>_legacy, a partitioned parent with the same columns, defaults, checks, indexes and foreign keys
@@ -20,8 +20,8 @@
 -- CHECK constraint proved its rows fit (one sequential scan per table; ATTACH then scans nothing and the existing
 -- indexes are attached, not rebuilt). Rows at or past that bound (a non-UUIDv7 id) move to the right partition first.
 -- Foreign keys that referenced the old table are re-pointed to the parent (NOT VALID here, validated by 041 in
--- its own transaction without blocking writes). Sequences (events.seq, attempts.id) become owned by the parent, so dropping the legacy
--- partition never drops them. None of these tables has triggers.
+-- its own transaction without blocking writes). Sequences (events.seq, attempts.id) become owned by the parent, so
+-- dropping the legacy partition never drops them. None of these tables has triggers.
 
 -- A UUIDv7 made in SQL (PostgreSQL 15 has no uuidv7()): the ms timestamp over the first 48 bits of a random v4,
 -- then version bits 0111.

@@ -159,6 +159,17 @@ t.test('the four tables are partitioned: the old table is the legacy partition, 
   t.same(eventKeys.map((k) => k.def), ['PRIMARY KEY (id)', 'UNIQUE (seq)']);
 });
 
+t.test('ol_uuidv7() (the SQL generator workflow cancellations use) makes UUIDv7 ids of the given time', async (t) => {
+  const at = new Date(Date.UTC(2026, 0, 1, 12, 30));
+  const ids = await db.any<{ id: string }>('SELECT ol_uuidv7($1) AS id FROM generate_series(1, 50)', [at]);
+  const hex = at.getTime().toString(16).padStart(12, '0');
+  for (const { id } of ids) {
+    t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    t.equal(id.replace(/-/g, '').slice(0, 12), hex);
+  }
+  t.equal(new Set(ids.map((r) => r.id)).size, 50, 'random beyond the timestamp');
+});
+
 t.test('new rows land in their month partition', async (t) => {
   const at = new Date(nextMonth.getTime() + 5 * DAY);
   const callId = uuidv7(at.getTime());
