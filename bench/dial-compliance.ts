@@ -60,9 +60,9 @@ async function seedOrg(db: Db, id: string, name: string, compliance: boolean) {
   await db.none(
     `INSERT INTO calls (id, organization_id, type, direction, from_number, to_number, connect_number, status, call_outcome, legs, channels,
                         carrier, time_scale, max_duration_seconds, ring_timeout_seconds, price_cents_per_minute, created_at, updated_at, ended_at)
-     SELECT gen_random_uuid(), $1, 'bridge', 'outbound', $2, '+1415555' || (3000 + i % $3), '+14155559999', 'COMPLETED', 'answered', '{}', 2,
-            'sandbox', 1, 3600, 30, 1, now() - (i * 2592 / $3 || ' seconds')::interval * 100, now(), now()
-       FROM generate_series(0, $3 * 10 - 1) i`, [o, org.phone_numbers[0], CONTACTS]);
+     SELECT ol_uuidv7(c.at), $1, 'bridge', 'outbound', $2, '+1415555' || (3000 + i % $3), '+14155559999', 'COMPLETED', 'answered', '{}', 2,
+            'sandbox', 1, 3600, 30, 1, c.at, now(), now()
+       FROM generate_series(0, $3 * 10 - 1) i, LATERAL (SELECT now() - (i * 2592 / $3 || ' seconds')::interval * 100 AS at) c`, [o, org.phone_numbers[0], CONTACTS]);
   if (compliance) {
     await db.none(`INSERT INTO contact_consents (id, organization_id, contact_id, channel, source, captured_at)
                    SELECT gen_random_uuid(), $1, id, 'call', 'bench', now() - interval '1 day' FROM contacts WHERE organization_id = $1`, [o]);

@@ -15,6 +15,7 @@ import { reputationRemediation } from './processors/reputation-remediation.ts';
 import { reputationRefreshSchedule } from './services/reputation-refresh-schedule.ts';
 import { webhookDelivery } from './processors/webhook-delivery.ts';
 import { eventsRetention } from './services/events-retention.ts';
+import { partitionMaintenance } from './services/partition-maintenance.ts';
 import { numberProvisioningSweeper } from './services/number-provisioning-sweeper.ts';
 import { outboxRelay } from './services/outbox-relay.ts';
 import { redisRecovery } from './services/redis-recovery.ts';
@@ -55,6 +56,7 @@ export const SERVICES: Service[] = [
   numberProvisioningSweeper,
   callsReconciler,
   eventsRetention,
+  partitionMaintenance,
   callerTrustSweeper,
   smsSendSweeper,
   reputationRefreshSchedule,

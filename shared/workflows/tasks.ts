@@ -168,7 +168,7 @@ async function cancelContacts(tx: Tx, t: TaskRow): Promise<number> {
        UPDATE workflow_contacts SET state = 'cancelled', outcome = 'cancelled', finished_at = now(), wake_at = NULL, updated_at = now()
         WHERE campaign_id = $1 AND state IN ('pending', 'active', 'waiting', 'in_call') RETURNING contact_id, phone_number)
      INSERT INTO events (id, organization_id, event_type, data)
-     SELECT gen_random_uuid(), $2, $3, jsonb_build_object('workflow_id', $4::text, 'task_id', $4::text, 'campaign_id', $1::text,
+     SELECT ol_uuidv7(), $2, $3, jsonb_build_object('workflow_id', $4::text, 'task_id', $4::text, 'campaign_id', $1::text,
               'contact_id', e.contact_id, 'phone_number', e.phone_number, 'outcome', 'cancelled', 'finished_reason', 'cancelled',
               'steps', COALESCE((SELECT jsonb_agg(jsonb_build_object('step', s.step_index, 'type', s.type, 'outcome', s.outcome, 'ref_id', s.ref_id,
                          'at', to_char(s.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY s.seq, s.attempt)

@@ -164,7 +164,7 @@ t.test('call history counts of a contact', async (t) => {
   const insert = (ago: string, picked: boolean) => env.db.none(
     `INSERT INTO calls (id, organization_id, type, from_number, to_number, phone_number_id, legs, channels, carrier, max_duration_seconds,
                         ring_timeout_seconds, price_cents_per_minute, picked_up, status, created_at)
-     VALUES (gen_random_uuid(), $1, 'ai', $2, '+12125550104', $3, '{}', 1, 'sandbox', 60, 30, 1, $4, 'COMPLETED', now() - $5::interval)`,
+     VALUES (ol_uuidv7(now() - $5::interval), $1, 'ai', $2, '+12125550104', $3, '{}', 1, 'sandbox', 60, 30, 1, $4, 'COMPLETED', now() - $5::interval)`,
     [org.organization_id, org.phone_numbers[0], phone.id, picked, ago]);
   await insert('1 hour', true);
   await insert('3 days', false);
