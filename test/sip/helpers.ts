@@ -66,7 +66,7 @@ export async function freePort(): Promise<number> {
   }
 }
 
-/** Two consecutive ports free for UDP and TCP (baresip listens for TLS on its SIP port + 1). */
+/** A port free for UDP and TCP whose next port is free for TCP too (baresip listens for TLS on its SIP port + 1). */
 export async function freePortPair(): Promise<number> {
   for (;;) {
     const port = await freePort();
@@ -248,28 +248,38 @@ export async function startPhone(t: TapLike, o: {
   // aufile reads 16-bit PCM; 60 s outlasts any call the tests make.
   const sox = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', join(dir, 'tone.wav'), 'synth', '60', 'sine', String(o.toneHz)]);
   if (sox.status !== 0) throw new Error(`sox failed: ${sox.stderr}`);
-  const port = o.tls ? await freePortPair() : await freePort();
-  const rtpBase = 30000 + 2 * Math.floor(Math.random() * 5000);
-  writeFileSync(join(dir, 'config'), [
-    'poll_method poll',
-    `sip_listen ${o.ip}:${port}`,
-    `net_interface ${o.ip}`,
-    `rtp_ports ${rtpBase}-${rtpBase + 99}`,
-    `audio_source aufile,${join(dir, 'tone.wav')}`,
-    // No sound card: aubridge is a player that plays nowhere; sndfile (an audio filter) records the decoded audio.
-    'audio_player aubridge,nowhere',
-    'audio_alert aubridge,nowhere',
-    `snd_path ${dir}`,
-    ...(o.tls ? [`sip_certificate ${o.tls.certificate}`, `sip_cafile ${o.tls.ca}`] : []),
-    'module_path /usr/lib/baresip/modules',
-    'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so',
-    // A calling phone: the menu module gives the /dial command that -e runs once baresip is up.
-    ...(o.dial ? ['module_app menu.so'] : []), '',
-  ].join('\n'));
+  // baresip binds UDP and TCP on its port and TLS on the next one (with or without a certificate), so both must be
+  // free; another test taking one between our check and its bind stops it (exit 98): try again on other ports.
+  let port = 0;
+  let phone: Awaited<ReturnType<typeof startTool>> | null = null;
+  for (let attempt = 1; !phone; attempt++) {
+    port = await freePortPair();
+    const rtpBase = 30000 + 2 * Math.floor(Math.random() * 5000);
+    writeFileSync(join(dir, 'config'), [
+      'poll_method poll',
+      `sip_listen ${o.ip}:${port}`,
+      `net_interface ${o.ip}`,
+      `rtp_ports ${rtpBase}-${rtpBase + 99}`,
+      `audio_source aufile,${join(dir, 'tone.wav')}`,
+      // No sound card: aubridge is a player that plays nowhere; sndfile (an audio filter) records the decoded audio.
+      'audio_player aubridge,nowhere',
+      'audio_alert aubridge,nowhere',
+      `snd_path ${dir}`,
+      ...(o.tls ? [`sip_certificate ${o.tls.certificate}`, `sip_cafile ${o.tls.ca}`] : []),
+      'module_path /usr/lib/baresip/modules',
+      'module g711.so', 'module aufile.so', 'module aubridge.so', 'module sndfile.so', 'module_app account.so',
+      // A calling phone: the menu module gives the /dial command that -e runs once baresip is up.
+      ...(o.dial ? ['module_app menu.so'] : []), '',
+    ].join('\n'));
+    const accounts = (o.users ?? [o.name]).map((user) => `<sip:${user}@${o.ip}:${port}>;regint=0;answermode=auto;audio_codecs=${o.codecs ?? 'PCMU,PCMA'}\n`);
+    writeFileSync(join(dir, 'accounts'), accounts.join(''));
+    try {
+      phone = await startTool(t, 'baresip', ['-f', dir, ...(o.dial ? ['-e', `/dial ${o.dial}`] : [])], dir, async (out) => out.includes('baresip is ready'), 30_000);
+    } catch (err) {
+      if (attempt >= 5 || !/exited \(98\)|Address already in use/.test(String(err))) throw err;
+    }
+  }
   const uri = `sip:${o.name}@${o.ip}:${port}`;
-  const accounts = (o.users ?? [o.name]).map((user) => `<sip:${user}@${o.ip}:${port}>;regint=0;answermode=auto;audio_codecs=${o.codecs ?? 'PCMU,PCMA'}\n`);
-  writeFileSync(join(dir, 'accounts'), accounts.join(''));
-  const phone = await startTool(t, 'baresip', ['-f', dir, ...(o.dial ? ['-e', `/dial ${o.dial}`] : [])], dir, async (out) => out.includes('baresip is ready'), 30_000);
   const { child } = phone;
   const heard = () => {
     const f = readdirSync(dir).find((n) => n.endsWith('-dec.wav'));
