@@ -21,7 +21,6 @@
 // The machine has 2 cores: 3 processes of a kind (plus Redis, PostgreSQL and this client) cannot scale past them,
 // and the output says so. Every phase is bounded; the whole run takes about 3-5 minutes and stops by itself.
 import { type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { bootstrapOrganization } from '../shared/accounts/bootstrap.ts';
@@ -30,7 +29,7 @@ import { setLimits } from '../shared/calls/limits.ts';
 import { DEFAULT_ALL_SCOPES } from '../shared/scopes.ts';
 import { startReceiver } from '../test/helpers/receiver.ts';
 import { testEnv, type Proc } from '../test/helpers/env.ts';
-import { call, freePort, post, waitHttp } from './harness.ts';
+import { call, cpuSeconds, freePort, post, waitHttp } from './harness.ts';
 import { round, writeResult, type Figure } from './report.ts';
 import { openWebSocket, type BenchSocket } from './ws-client.ts';
 
@@ -52,15 +51,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
-/** CPU seconds a process has used so far (utime + stime, USER_HZ 100); NaN once it is gone. */
-function cpuSeconds(pid: number): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 const teardowns: (() => unknown)[] = [];
 const env = await testEnv({ teardown: (fn) => { teardowns.push(fn); } }, {

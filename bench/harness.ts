@@ -1,7 +1,7 @@
 // What the bench scripts share: free ports, the real processes started as in the Procfile, readiness polling, a
 // keep-alive JSON POST, and a wrk run parsed into figures.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -96,4 +96,14 @@ export async function dropBenchData(redis: Redis, db: Db, databaseUrl: string, r
   await db.$pool.end();
   await sleep(200);
   await dropDatabase(databaseUrl);
+}
+
+/** CPU seconds a process has used so far (utime + stime from /proc/<pid>/stat, USER_HZ 100); NaN once it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }

@@ -14,7 +14,7 @@
 //      also creates the call's mediasoup router before `welcome` (no transports: the browser's negotiation is
 //      not part of it).
 // Target: >= 1,000 redemptions/s (phase 1).
-import { readFileSync } from 'node:fs';
+import { cpuSeconds } from './harness.ts';
 import { callOrg } from '../test/calls/helpers.ts';
 import { testEnv, type TestEnv, type Proc } from '../test/helpers/env.ts';
 import { round, writeResult, type Figure } from './report.ts';
@@ -75,15 +75,6 @@ async function redeem(url: string, token: string): Promise<{ helloMs: number; to
   }
 }
 
-/** CPU seconds a process has used so far (utime + stime from /proc). */
-function cpuSeconds(pid: number): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 async function phase(name: string, url: string, tokens: string[], pid: number) {
   const sigCpu0 = cpuSeconds(pid);
