@@ -49,6 +49,8 @@ t.test('cap 5 cents, 20 concurrent never-ending bridge dials: one admitted, 19 r
   t.ok(c.cost_cents <= 5 && c.cost_cents >= 4, `cost ${c.cost_cents} within the 5 cents reserved`);
   t.equal(c.max_duration_seconds, 120, 'the reservation buys 2 minutes of both legs');
   t.ok(await pgSpent(org) <= 5, 'settled spend never exceeds the cap');
+  // The settle runs right after the call's end commits (its release effect): wait for it rather than race it.
+  await eventually(async () => (await spendDay(org)).reserved === 0, 30_000);
   t.same(await spendDay(org), { exists: true, settled: c.cost_cents, reserved: 0, calls: {} }, 'reservation replaced by the cost');
   const again = await dial(env, org, '+14155550008', '+12125550008');
   t.equal(again.status, 402, 'the cap is spent');
@@ -67,6 +69,7 @@ t.test('AI calls: full worst-case reservations, then the cap\'s remainder; settl
   for (const c of ended) t.match(c, { status: 'COMPLETED', disconnection_reason: 'max_duration_reached' });
   t.same(ended.map((c) => c.cost_cents).sort(), [1, 2, 2]);
   t.equal(await pgSpent(org), 5);
+  await eventually(async () => (await spendDay(org)).reserved === 0, 30_000);
   t.same(await spendDay(org), { exists: true, settled: 5, reserved: 0, calls: {} });
 });
 
