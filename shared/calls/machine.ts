@@ -13,6 +13,7 @@
 //   QUEUED --admission_lost (Redis lost the call's channels or reservation, and the limit has no room for them
 //            again)--> CANCELED, nothing dialed.
 import type { CarrierEvent, LegRole } from '../carriers/carrier.ts';
+import { carrierTraits } from '../carriers/traits.ts';
 import { carrierSeconds, legsCents, spendDeadline } from './pricing.ts';
 import {
   FAILURES, LEG_RANK, isTerminal, type AsyncFailureCode, type CallOutcome, type CallRow, type CallStatus, type HangupMode,
@@ -23,7 +24,9 @@ import {
 export type MachineCall = Pick<CallRow,
   'id' | 'type' | 'status' | 'legs' | 'picked_up' | 'answered_at' | 'ended_at' | 'originated_at' | 'call_outcome'
   | 'failure_code' | 'failure_category' | 'disconnection_reason' | 'duration_seconds' | 'time_scale'
-  | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents' | 'spend_reserved_cents'>;
+  | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents' | 'spend_reserved_cents'>
+  /** The carrier's name: what may be assumed of it (shared/carriers/traits.ts). Absent: nothing is assumed. */
+  & Partial<Pick<CallRow, 'carrier'>>;
 
 export type Input =
   | { type: 'originate'; at: Date }
@@ -51,7 +54,9 @@ export type AbandonReason = 'ticket_expired' | 'setup_abandoned' | 'media_lost' 
 
 export type Effect =
   | { kind: 'originate'; role: LegRole }
-  | { kind: 'hangup'; role: LegRole }
+  /** endRecorded: the leg's end is already recorded (a carrier that hangs up at once): the command only cancels
+   *  what the leg still had scheduled, and the carrier reports no end. */
+  | { kind: 'hangup'; role: LegRole; endRecorded?: true }
   | { kind: 'bridge'; at: string }
   /** Epoch ms at which the call-length limit ends the call. */
   | { kind: 'schedule_limit'; at: number }
@@ -127,15 +132,32 @@ function end(call: MachineCall, e: Ending, at: Date): Step {
   }
   call.cost_cents = callCost(call, at);
   const effects: Effect[] = [];
-  for (const leg of Object.values(call.legs)) if (leg && LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+  const atOnce = carrierTraits(call.carrier).hangsUpAtOnce;
+  for (const leg of Object.values(call.legs)) {
+    if (!leg || !LIVE_LEG.includes(leg.status)) continue;
+    // The browser leg is signaling's (its socket), never the carrier's: it ends when signaling reports it.
+    if (atOnce && leg.role !== 'browser') {
+      endedByUs(leg, at);
+      effects.push({ kind: 'hangup', role: leg.role, endRecorded: true });
+    } else {
+      effects.push({ kind: 'hangup', role: leg.role });
+    }
+  }
   if (hadLimit) effects.push({ kind: 'cancel_limit' });
   effects.push({ kind: 'release' });
   return { result: 'applied', call, effects, ended: true };
 }
 
+/** A leg we hung up, recorded as its carrier would have reported it. */
+function endedByUs(leg: Leg, at: Date): void {
+  leg.status = 'ENDED';
+  leg.ended_at = at.toISOString();
+  leg.reason = 'local_hangup';
+}
+
 function dial(call: MachineCall, role: LegRole, at: Date): Effect {
   const leg = call.legs[role]!;
-  leg.status = 'DIALING';
+  leg.status = carrierTraits(call.carrier).ringsWhenDialed(leg.number) ? 'RINGING' : 'DIALING';
   leg.originated_at = at.toISOString();
   return { kind: 'originate', role };
 }
@@ -250,12 +272,22 @@ function carrierStep(current: MachineCall, call: MachineCall, ev: CarrierEvent, 
 export function pendingEffects(call: MachineCall): Effect[] {
   const effects: Effect[] = [];
   const legs = Object.values(call.legs).filter((l): l is Leg => !!l);
+  const traits = carrierTraits(call.carrier);
   if (isTerminal(call.status)) {
-    for (const leg of legs) if (LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+    for (const leg of legs) {
+      if (LIVE_LEG.includes(leg.status)) effects.push({ kind: 'hangup', role: leg.role });
+      // A leg the end recorded hung up may still have scripted events to cancel.
+      else if (traits.hangsUpAtOnce && leg.role !== 'browser' && leg.reason === 'local_hangup') effects.push({ kind: 'hangup', role: leg.role, endRecorded: true });
+    }
     effects.push({ kind: 'release' });
     return effects;
   }
-  for (const leg of legs) if (leg.status === 'DIALING') effects.push({ kind: 'originate', role: leg.role });
+  for (const leg of legs) {
+    // A leg recorded ringing when it was dialed, which has reported nothing since, may never have been dialed (a
+    // process died between the commit and the command): dialing it again is harmless (commands are idempotent).
+    const unconfirmed = leg.status === 'RINGING' && !leg.last_seq && traits.ringsWhenDialed(leg.number) && leg.role !== 'browser';
+    if (leg.status === 'DIALING' || unconfirmed) effects.push({ kind: 'originate', role: leg.role });
+  }
   if (call.status === 'ANSWERED') {
     if (call.type === 'bridge') effects.push({ kind: 'bridge', at: call.answered_at!.toISOString() });
     effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });

@@ -111,7 +111,7 @@ export class CallRuntime {
         });
         return;
       }
-      case 'hangup': await carrier.hangup(ref(e.role)); return;
+      case 'hangup': await carrier.hangup({ ...ref(e.role), endRecorded: e.endRecorded, lastSeq: call.legs[e.role]!.last_seq ?? 0 }); return;
       case 'bridge': await carrier.bridge({ callId: call.id, connect: ref('connect'), destination: ref('destination'), at: e.at }); return;
       default: return;
     }

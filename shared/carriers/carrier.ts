@@ -52,6 +52,12 @@ export interface LegRef {
 }
 
 
+export interface HangupRef extends LegRef {
+  endRecorded?: boolean;
+  /** The highest numbered event of the leg already applied (those are history: nothing to cancel). */
+  lastSeq?: number;
+}
+
 export interface OriginateRequest extends LegRef {
   /** Caller ID presented to the called phone; on a bridge both legs present the organization's from_number, so
    *  the called party only ever sees from_number. */
@@ -110,7 +116,9 @@ export interface Carrier {
   /** Price of one started minute of one answered leg, in cents. */
   readonly pricePerMinuteCents: number;
   originate(req: OriginateRequest): Promise<void>;
-  hangup(leg: LegRef): Promise<void>;
+  /** endRecorded: the platform already recorded the leg ended (only carriers whose traits say they hang up at
+   *  once, shared/carriers/traits.ts): cancel what the leg still has scheduled, report no end. */
+  hangup(leg: HangupRef): Promise<void>;
   bridge(req: BridgeRequest): Promise<void>;
   /** Whether events of these legs that happened at or before `atMs` are still waiting to be applied (a backlog
    *  after the workers were down). A late call-length timer yields to them so the call ends the way it really did.

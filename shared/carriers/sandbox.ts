@@ -5,7 +5,7 @@
 import type { FlowProducer, Queue } from 'bullmq';
 import {
   publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
-  type LegRef, type LegRole, type OriginateRequest, type ResumedLeg,
+  type HangupRef, type LegRef, type LegRole, type OriginateRequest, type ResumedLeg,
 } from './carrier.ts';
 
 /** What one answered sandbox leg costs: 1 cent per started minute (a bridge pays for both legs). */
@@ -60,6 +60,11 @@ export function sandboxScript(number: string, role: LegRole, ringTimeoutSeconds:
   }
 }
 
+/** Whether the leg's script starts by ringing (at 0): every script but the outright failures (busy, unreachable,
+ *  rejected). Such a leg is recorded RINGING when it is dialed (shared/carriers/traits.ts), so its ringing is not
+ *  published as an event of its own. */
+export const sandboxRingsWhenDialed = (number: string): boolean => sandboxScript(number, 'destination', 60)[0]?.kind === 'ringing';
+
 /** Seconds a leg keeps talking once its conversation started (answer for a destination, bridge for a connect
  *  leg) before its own script ends it; Infinity when it never hangs up by itself. */
 function talkSeconds(number: string): number {
@@ -70,12 +75,17 @@ function talkSeconds(number: string): number {
   }
 }
 
-/** Job ids of a leg's unnumbered events (ringing, our own hang-up); numbered ones use sequencedEventJobId. A
- *  sandbox leg has at most two numbered events: its answer (1) and its end (2), or just its end (1). */
+/** Job ids of a leg's unnumbered events (a ringing published before ringing was recorded at dialing, our own
+ *  hang-up); numbered ones use sequencedEventJobId. A sandbox leg has at most two numbered events: its answer (1)
+ *  and its end (2), or just its end (1). */
 const jobId = (legId: string, kind: 'ringing' | 'ended') => `sbx-${legId}-${kind}`;
+
+/** The script's answers and ends with their numbers (1, 2); its ringing is recorded at dialing, not published. */
+const numbered = (script: ScriptStep[]) =>
+  script.filter((step) => step.kind !== 'ringing').map((step, i) => ({ step, seq: i + 1 }));
 const MAX_SEQ = 2;
-const scriptedJobIds = (legId: string) =>
-  [jobId(legId, 'ringing'), ...Array.from({ length: MAX_SEQ }, (_, i) => sequencedEventJobId(legId, i + 1))];
+const scriptedJobIds = (legId: string, lastSeq: number) =>
+  Array.from({ length: Math.max(0, MAX_SEQ - lastSeq) }, (_, i) => sequencedEventJobId(legId, lastSeq + i + 1));
 
 export class SandboxCarrier implements Carrier {
   readonly name = 'sandbox';
@@ -98,41 +108,38 @@ export class SandboxCarrier implements Carrier {
    *  they are kept an hour after completion). */
   async originate(req: OriginateRequest): Promise<void> {
     const t0 = this.now();
-    // Answers and ends are numbered (an end must not overtake its answer); ringing is not: a late ringing is moot.
-    let seq = 0;
-    await publishCarrierEvents(this.flows, this.events, sandboxScript(req.number, req.role, req.ringTimeoutSeconds).map((step) => {
+    // Answers and ends are numbered (an end must not overtake its answer). The ringing at 0 is not published: the
+    // platform records it when it dials the leg (sandboxRingsWhenDialed).
+    await publishCarrierEvents(this.flows, this.events, numbered(sandboxScript(req.number, req.role, req.ringTimeoutSeconds)).map(({ step, seq }) => {
       const at = t0 + this.ms(step.at);
-      return {
-        ev: this.event(req, step.kind, at, step.reason, step.kind === 'ringing' ? undefined : ++seq),
-        delayMs: at - t0, dedupId: jobId(req.legId, 'ringing'),
-      };
+      return { ev: this.event(req, step.kind, at, step.reason, seq), delayMs: at - t0 };
     }));
   }
 
-  /** The leg's script from its origination on, less what it already reported: the ringing of a leg still dialing,
-   *  and the numbered events after its last applied one (numbered as originate() numbered them). */
+  /** The leg's script from its origination on, less what it already reported: the numbered events after its last
+   *  applied one (numbered as originate() numbered them). */
   async resume(leg: ResumedLeg): Promise<void> {
     const t0 = Date.parse(leg.originatedAt);
     const now = this.now();
-    let seq = 0;
-    const due: { ev: CarrierEvent; delayMs: number; dedupId: string }[] = [];
-    for (const step of sandboxScript(leg.number, leg.role, leg.ringTimeoutSeconds)) {
-      const n = step.kind === 'ringing' ? undefined : ++seq;
-      if (n === undefined ? leg.status !== 'DIALING' : n <= leg.lastSeq) continue;
+    const due = numbered(sandboxScript(leg.number, leg.role, leg.ringTimeoutSeconds)).filter(({ seq }) => seq > leg.lastSeq).map(({ step, seq }) => {
       const at = t0 + this.ms(step.at);
-      due.push({ ev: this.event(leg, step.kind, at, step.reason, n), delayMs: at - now, dedupId: jobId(leg.legId, 'ringing') });
-    }
+      return { ev: this.event(leg, step.kind, at, step.reason, seq), delayMs: at - now };
+    });
     await publishCarrierEvents(this.flows, this.events, due);
   }
 
-  /** Cancels what is still scheduled for the leg and reports it ended by us. */
-  async hangup(leg: LegRef): Promise<void> {
-    // A removed numbered event counts as lost: an event after it no longer waits for it.
-    for (const id of scriptedJobIds(leg.legId)) {
+  /** Cancels what is still scheduled for the leg and, unless the platform already recorded its end, reports it
+   *  ended by us. */
+  async hangup(leg: HangupRef): Promise<void> {
+    // A removed numbered event counts as lost: an event after it no longer waits for it. Events already applied
+    // are history (their jobs age out); a ringing job exists only for a leg dialed before ringing was recorded at
+    // dialing, and is harmless (a leg's ringing after its end changes nothing).
+    for (const id of scriptedJobIds(leg.legId, leg.lastSeq ?? 0)) {
       try {
         await this.events.remove(id);
       } catch { /* running right now: its event arrives and is harmless */ }
     }
+    if (leg.endRecorded) return;
     await publishCarrierEvent(this.events, this.event(leg, 'ended', this.now(), 'local_hangup'),
       { dedupId: jobId(leg.legId, 'ended') });
   }

@@ -223,3 +223,38 @@ t.test('caller_id_released: a queued call ends without dialing; an originated on
   t.equal(step(s.call, { type: 'caller_id_released', at: at(2) }).result, 'already_ended');
   t.equal(step(s.call, { type: 'originate', at: at(2) }).result, 'already_ended', 'its dial job then finds it over');
 });
+
+t.test('sandbox traits: a leg rings when dialed, our hang-ups are recorded at the end (no carrier event for either)', async (t) => {
+  const sandbox = (): MachineCall => ({ ...newCall(), carrier: 'sandbox' });
+  const seqEv = (role: LegRole, kind: CarrierEvent['kind'], s: number, seq: number, reason?: CarrierEvent['reason']): Input =>
+    ({ type: 'carrier', event: { carrier: 'sandbox', callId: 'x', legId: legId('x', role), role, kind, reason, at: at(s).toISOString(), seq } });
+  const { call, steps } = run(sandbox(), { type: 'originate', at: at(0) }, seqEv('connect', 'answered', 2, 1),
+    seqEv('destination', 'answered', 4, 1), seqEv('destination', 'ended', 14, 2, 'completed'));
+  t.equal(steps[0].call.legs.connect!.status, 'RINGING', 'the connect leg is recorded ringing by the dial itself');
+  t.same(steps[0].effects, [{ kind: 'originate', role: 'connect' }]);
+  t.equal(steps[1].call.legs.destination!.status, 'RINGING', 'so is the destination when the staff phone answers');
+  t.match(call, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 10 });
+  t.match(call.legs.connect, { status: 'ENDED', reason: 'local_hangup', ended_at: at(14).toISOString() },
+    'the staff phone is recorded hung up by the end itself');
+  t.same(steps[3].effects, [{ kind: 'hangup', role: 'connect', endRecorded: true }, { kind: 'cancel_limit' }, { kind: 'release' }]);
+  t.same(pendingEffects(call), [{ kind: 'hangup', role: 'connect', endRecorded: true }, { kind: 'release' }],
+    'the repair still cancels what the hung-up leg had scheduled');
+  t.equal(step(call, seqEv('connect', 'ended', 20, 2, 'completed')).result, 'ignored', 'its scripted end, if it still runs, changes nothing');
+
+  // A number whose script fails without ringing (busy) is dialing until the carrier reports.
+  const busy = sandbox();
+  busy.legs.connect!.number = '+14155550001';
+  t.equal(step(busy, { type: 'originate', at: at(0) }).call.legs.connect!.status, 'DIALING');
+
+  // A leg recorded ringing that has reported nothing may not have been dialed (a crash after the commit): dial it again.
+  const ringing = steps[0].call;
+  t.same(pendingEffects(ringing), [{ kind: 'originate', role: 'connect' }]);
+  t.same(pendingEffects(steps[1].call), [{ kind: 'originate', role: 'destination' }], 'the answered staff phone is not dialed again');
+
+  // Without the sandbox's traits, every step waits for the carrier.
+  const real = run({ ...newCall(), carrier: 'sip' }, { type: 'originate', at: at(0) }).call;
+  t.equal(real.legs.connect!.status, 'DIALING');
+  const hung = step(real, { type: 'hangup', mode: 'hangup', at: at(1) });
+  t.equal(hung.call.legs.connect!.status, 'DIALING', 'a real carrier reports the end itself');
+  t.same(hung.effects[0], { kind: 'hangup', role: 'connect' });
+});
