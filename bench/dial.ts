@@ -142,6 +142,8 @@ async function main(): Promise<void> {
       `wrk.headers["Authorization"] = "Bearer ${apiKey}"`,
     ].join('\n'));
     const count = async () => (await db.one('SELECT count(*)::int AS n FROM calls')).n as number;
+    // Transactions the bench's PostgreSQL database committed (a statement outside a transaction counts as one).
+    const xactsNow = async () => (await db.one('SELECT xact_commit::float8 AS n FROM pg_stat_database WHERE datname = current_database()')).n as number;
     const before = await count();
     const satStart = new Date();
     const sat = runWrk(`${base}/v1/calls/dial`, lua);
@@ -156,8 +158,10 @@ async function main(): Promise<void> {
     workers.kill('SIGTERM');
     await new Promise((r) => workers.once('exit', r));
     const before3 = await count();
+    const aloneXacts0 = await xactsNow();
     const alone = runWrk(`${base}/v1/calls/dial`, lua);
     const aloneRows = (await count()) - before3;
+    const aloneXacts = (await xactsNow()) - aloneXacts0 - 2; // less the two counts around it
 
     // 4. Progression: backlogs drained by 1, then 2 workers processes (calls reaching a terminal state per second).
     const liveCount = async () => (await db.one('SELECT count(*)::int AS n FROM calls WHERE ended_at IS NULL')).n as number;
@@ -172,8 +176,18 @@ async function main(): Promise<void> {
       const info = await redis.info('cpu');
       return Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
     };
+    // Jobs a workers process completed, by queue (its /metrics; the process is new, so its counters start at 0).
+    const jobsBy = async (workersPort: number) => {
+      const text = await (await fetch(`http://127.0.0.1:${workersPort}/metrics`)).text();
+      const out: Record<string, number> = {};
+      for (const m of text.matchAll(/^openline_queue_jobs_completed_total\{queue="([^"]+)"\} (\d+)/gm)) out[m[1]] = Number(m[2]);
+      return out;
+    };
+    // The insert of an accepted dial (the gateway's side of the call), measured on phase 3's backlog.
+    const insertXactsPerCall = aloneRows ? aloneXacts / aloneRows : NaN;
     const progression: { workers: number; calls: number; drain_seconds: number; calls_per_second: number; steady_calls_per_second: number;
-      workers_cpu_ms_per_call: number; redis_cpu_ms_per_call: number }[] = [];
+      workers_cpu_ms_per_call: number; redis_cpu_ms_per_call: number; jobs_per_call: number; jobs_per_call_by_queue: Record<string, number>;
+      pg_transactions_per_call: number }[] = [];
     for (let n = 1; n <= MAX_WORKERS; n++) {
       if (n > 1) {
         // A fresh backlog with the workers stopped, the same wrk run as phase 3.
@@ -181,14 +195,17 @@ async function main(): Promise<void> {
       }
       const calls = await liveCount();
       const procs: ChildProcess[] = [];
+      const ports: number[] = [];
       for (let i = 0; i < n; i++) {
         const wp = await freePort();
+        ports.push(wp);
         const w = startProc('workers', { ...env, WORKERS_PORT: String(wp) }, join(dir, `workers-${n}-${i}.log`));
         children.push(w);
         procs.push(w);
       }
       const started = Date.now();
       const redis0 = await redisCpu();
+      const xacts0 = await xactsNow();
       const marks: [number, number][] = [];
       for (;;) {
         const left = await liveCount();
@@ -201,10 +218,19 @@ async function main(): Promise<void> {
       const steady = (0.8 * calls) / ((at(0.9) - at(0.1)) / 1000);
       const done = calls - (await liveCount());
       const workersCpu = procs.reduce((sum, w) => sum + procCpu(w.pid!), 0);
+      // Less this loop's own reads (about four a second) and the liveCount above.
+      const drainXacts = (await xactsNow()) - xacts0 - marks.length - 2;
+      const byQueue: Record<string, number> = {};
+      for (const wp of ports) for (const [q, k] of Object.entries(await jobsBy(wp))) byQueue[q] = (byQueue[q] ?? 0) + k;
+      const jobsTotal = Object.values(byQueue).reduce((a, b) => a + b, 0);
       // Includes the workers' start-up (~1-2 s of CPU each) and other clients of this Redis (the machine is shared).
       progression.push({ workers: n, calls, drain_seconds: Math.round(drain), calls_per_second: Math.round(done / drain),
         steady_calls_per_second: Math.round(steady), workers_cpu_ms_per_call: +(1000 * workersCpu / done).toFixed(2),
-        redis_cpu_ms_per_call: +(1000 * ((await redisCpu()) - redis0) / done).toFixed(2) });
+        redis_cpu_ms_per_call: +(1000 * ((await redisCpu()) - redis0) / done).toFixed(2),
+        jobs_per_call: +(jobsTotal / done).toFixed(2),
+        jobs_per_call_by_queue: Object.fromEntries(Object.entries(byQueue).map(([q, k]) => [q, +(k / done).toFixed(2)])),
+        // The workers' transactions (the periodic services' included) plus the dial's insert.
+        pg_transactions_per_call: +(drainXacts / done + insertXactsPerCall).toFixed(2) });
       for (const w of procs) w.kill('SIGTERM');
       await Promise.all(procs.map((w) => w.exitCode === null ? new Promise((r) => w.once('exit', r)) : null));
     }
@@ -235,12 +261,20 @@ async function main(): Promise<void> {
     console.log(`gateway alone (workers stopped): ${figures.gateway_alone.accepted_per_second} accepted dials/s (wrk ${alone.rps} req/s, non-2xx ${alone.non2xx}), dial p50 ${alone.p50} p99 ${alone.p99}`);
     for (const p of progression) {
       console.log(`progression, ${p.workers} workers process${p.workers > 1 ? 'es' : ''}: backlog of ${p.calls} calls to a terminal state in ${p.drain_seconds} s: ${p.calls_per_second} calls/s (steady, 10-90 %: ${p.steady_calls_per_second} calls/s); CPU per call: workers ${p.workers_cpu_ms_per_call} ms, Redis ${p.redis_cpu_ms_per_call} ms`);
+      console.log(`  per call: ${p.jobs_per_call} jobs (${Object.entries(p.jobs_per_call_by_queue).map(([q, k]) => `${q} ${k}`).join(', ')}), ${p.pg_transactions_per_call} PostgreSQL transactions (the dial's insert included)`);
     }
     if (progression.length > 1) {
       console.log(`  ${progression[progression.length - 1].workers} processes / 1 process, steady rate: ${(progression[progression.length - 1].steady_calls_per_second / progression[0].steady_calls_per_second).toFixed(2)}x`);
     }
     const target = figures.saturation_with_workers.accepted_per_second >= 1000;
     console.log(`target >= 1,000 accepted dials/s with the workers running: ${target ? 'met' : 'NOT met'}`);
+    const one = progression[0];
+    if (one) {
+      const met = (ok: boolean) => ok ? 'met' : 'NOT met';
+      console.log(`targets per answered bridge call (1 workers process): jobs ${one.jobs_per_call} <= 3 ${met(one.jobs_per_call <= 3)}; ` +
+        `transactions ${one.pg_transactions_per_call} <= 3 ${met(one.pg_transactions_per_call <= 3)}; workers CPU ${one.workers_cpu_ms_per_call} ms <= 2.5 ` +
+        `${met(one.workers_cpu_ms_per_call <= 2.5)}; Redis CPU ${one.redis_cpu_ms_per_call} ms <= 1 ${met(one.redis_cpu_ms_per_call <= 1)}`);
+    }
     console.log(JSON.stringify(figures));
     const results: Figure[] = [
       { name: 'accepted dials/s, gateway alone (workers stopped)', value: figures.gateway_alone.accepted_per_second, unit: 'dials/s' },
@@ -255,8 +289,11 @@ async function main(): Promise<void> {
       results.push({ name: `${w}: backlog → terminal, whole drain`, value: p.calls_per_second, unit: 'calls/s' },
         { name: `${w}: backlog → terminal, steady`, value: p.steady_calls_per_second, unit: 'calls/s',
           ...(p.workers === 1 ? { target: '>= 1,000/s per process', met: p.steady_calls_per_second >= 1000 } : {}) },
-        { name: `${w}: CPU per call, workers`, value: p.workers_cpu_ms_per_call, unit: 'ms' },
-        { name: `${w}: CPU per call, Redis server`, value: p.redis_cpu_ms_per_call, unit: 'ms' });
+        { name: `${w}: CPU per call, workers`, value: p.workers_cpu_ms_per_call, unit: 'ms',
+          target: '<= 2.5 ms', met: p.workers_cpu_ms_per_call <= 2.5 },
+        { name: `${w}: CPU per call, Redis server`, value: p.redis_cpu_ms_per_call, unit: 'ms', target: '<= 1 ms', met: p.redis_cpu_ms_per_call <= 1 },
+        { name: `${w}: BullMQ jobs per call`, value: p.jobs_per_call, unit: 'jobs', target: '<= 3', met: p.jobs_per_call <= 3 },
+        { name: `${w}: PostgreSQL transactions per call`, value: p.pg_transactions_per_call, unit: 'xacts', target: '<= 3', met: p.pg_transactions_per_call <= 3 });
     }
     writeResult('dial', results, { note: `wrk ${figures.settings.wrk}, SANDBOX_TIME_SCALE=${SCALE}` });
   } finally {
