@@ -71,7 +71,7 @@ t.test('accepted: welcome, answered, then COMPLETED after talk_seconds (the call
   t.match(await a.frame('welcome'), { call_id: id, path: 'inbound', media: null });
   t.match(await b.frame('incoming_stopped'), { call_id: id, reason: 'answered_elsewhere' }, 'the other browser stops ringing');
   await a.frame('answered', 20_000);
-  t.equal(await pendingJob(id, 1).then((j) => j?.data.kind), 'answered', 'the no_answer job was replaced by the answer');
+  t.equal(await pendingJob(id, 1).then((j) => (j?.data as { kind?: string } | undefined)?.kind), 'answered', 'the no_answer job was replaced by the answer');
   const answeredAt = Date.now();
   const ended = await a.frame('ended', 30_000);
   t.match(ended, { call_id: id, status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup' });
@@ -146,4 +146,17 @@ t.test('refusals write nothing: validation (fields), unknown number, another org
   t.match(r.body.data, { status: 'COMPLETED', duration_seconds: 75, picked_up: true });
   await new Promise((res) => setTimeout(res, 200));
   t.notOk(a.frames.some((f) => f.type === 'incoming'), 'a recorded call rings nobody');
+});
+
+t.test('hung up through the API while it rings: CANCELED, the browsers stop ringing, the ring timeout withdrawn', async (t) => {
+  const a = await listener();
+  const id = (await ring({})).body.data.id as string;
+  await a.frame('incoming');
+  const r = await env.request('POST', `/v1/calls/${id}/hangup`, { key: org.api_key });
+  t.equal(r.status, 200, r.text);
+  t.match(await a.frame('incoming_stopped'), { call_id: id, reason: 'ended' });
+  const c = await settled(env, org, id, 30_000);
+  t.match(c, { status: 'CANCELED', picked_up: false });
+  t.equal(await pendingJob(id, 1), undefined, 'the no_answer job was removed');
+  await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
 });
