@@ -112,6 +112,7 @@ export class SandboxCarrier implements Carrier {
   /** The leg's script from its origination on, less what it already reported: the ringing of a leg still dialing,
    *  and the numbered events after its last applied one (numbered as originate() numbered them). */
   async resume(leg: ResumedLeg): Promise<void> {
+    if (leg.inbound) return resumeSandboxInbound(this.events, leg, this.timeScale, this.now());
     const t0 = Date.parse(leg.originatedAt);
     const now = this.now();
     let seq = 0;
@@ -193,6 +194,19 @@ const sandboxEvent = (leg: LegRef, kind: CarrierEventKind, atMs: number, reason:
 export async function scheduleSandboxRingTimeout(events: Queue, call: SandboxInboundCall, now = Date.now()): Promise<void> {
   const at = call.created_at.getTime() + call.ring_timeout_seconds * 1000;
   await publishCarrierEvent(events, sandboxEvent(callerRef(call), 'ended', at, 'no_answer', 1), { delayMs: at - now });
+}
+
+/** After Redis lost its state: the caller leg of a rung inbound call gets its pending event again, timed as first
+ *  scheduled and under the same job id: its no_answer (1) while it rings, its hang-up (2) once answered. */
+async function resumeSandboxInbound(events: Queue, leg: ResumedLeg, timeScale: number, now: number): Promise<void> {
+  const i = leg.inbound!;
+  if (leg.status !== 'ANSWERED' && leg.lastSeq < 1) {
+    const at = Date.parse(i.createdAt) + leg.ringTimeoutSeconds * 1000;
+    await publishCarrierEvent(events, sandboxEvent(leg, 'ended', at, 'no_answer', 1), { delayMs: at - now });
+  } else if (leg.status === 'ANSWERED' && leg.lastSeq < 2 && i.answeredAt) {
+    const at = Date.parse(i.answeredAt) + (i.talkSeconds ?? SANDBOX_INBOUND_TALK_SECONDS) * 1000 * timeScale;
+    await publishCarrierEvent(events, sandboxEvent(leg, 'ended', at, 'completed', 2), { delayMs: at - now });
+  }
 }
 
 /** A browser accepted the rung sandbox inbound call: its no_answer is withdrawn, then the caller answers (1) and

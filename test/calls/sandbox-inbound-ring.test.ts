@@ -5,6 +5,10 @@
 import t from 'tap';
 import { sequencedEventJobId, CARRIER_EVENTS_QUEUE } from '../../shared/carriers/carrier.ts';
 import { setLimits } from '../../shared/calls/limits.ts';
+import { rearmCalls } from '../../shared/calls/rearm.ts';
+import { CallRuntime } from '../../shared/calls/runtime.ts';
+import { createLogger } from '../../shared/log.ts';
+import { keyer } from '../../shared/redis.ts';
 import { eventually } from '../helpers/env.ts';
 import { Phone, softphoneUrl } from '../signaling/softphone.ts';
 import { callEnv, callOrg, channelsUsed, deliveriesFor, settled, startRx, subscribeCalls } from './helpers.ts';
@@ -159,4 +163,30 @@ t.test('hung up through the API while it rings: CANCELED, the browsers stop ring
   t.match(c, { status: 'CANCELED', picked_up: false });
   t.equal(await pendingJob(id, 1), undefined, 'the no_answer job was removed');
   await eventually(async () => (await channelsUsed(env, org.organization_id)) === 0);
+});
+
+t.test('re-armed after Redis lost the jobs (rearmCalls, as the workers run it): the ring timeout while it rings, the hang-up once answered', async (t) => {
+  const rt = new CallRuntime({ config: env.config, db: env.db, redis: env.redis, key: keyer(env.config.redisPrefix), log: createLogger('test', 'warn'),
+    queues: env.queues, tokenKeys: env.tokenKeys }, true);
+  const events = env.queues.get(CARRIER_EVENTS_QUEUE);
+  const a = await listener();
+  // Ringing: the no_answer job is lost; re-armed under its id and due at the original ring time.
+  const r1 = (await ring({})).body.data;
+  await a.frame('incoming');
+  t.equal(await events.remove(sequencedEventJobId(`${r1.id}-destination`, 1)), 1, 'the ring timeout job is gone');
+  await rearmCalls(rt);
+  const job = await pendingJob(r1.id, 1);
+  t.match(job?.data, { kind: 'ended', reason: 'no_answer', seq: 1 }, 'the ring timeout is back');
+  t.equal(Date.parse((job!.data as { at: string }).at), Date.parse(r1.created_at) + 3000, 'due at the original ring time');
+  t.match(await settled(env, org, r1.id, 30_000), { status: 'NO_ANSWER', failure_code: 'no_answer' });
+  // Answered: the caller's hang-up job is lost; re-armed, the call ends COMPLETED after its talk time.
+  const r2 = (await ring({ talk_seconds: 30 })).body.data;
+  await eventually(async () => a.frames.find((f) => f.type === 'incoming' && f.call_id === r2.id));
+  a.send({ type: 'accept', call_id: r2.id });
+  await a.frame('answered', 20_000);
+  t.equal(await events.remove(sequencedEventJobId(`${r2.id}-destination`, 2)), 1, 'the hang-up job is gone');
+  await rearmCalls(rt);
+  t.match((await pendingJob(r2.id, 2))?.data, { kind: 'ended', reason: 'completed', seq: 2 }, 'the hang-up is back');
+  const c = await settled(env, org, r2.id, 30_000);
+  t.match(c, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 30 });
 });
