@@ -187,6 +187,9 @@ export interface Config {
   /** Deliveries in flight per workers process (WEBHOOK_CONCURRENCY, default 200). */
   webhookConcurrency: number;
   sandboxTimeScale: number;
+  /** SANDBOX_INBOUND_RING_SECONDS: how long a sandbox inbound call rung with POST /v1/sandbox/calls/inbound {ring: true}
+   *  rings the browsers before it ends NO_ANSWER, in real seconds like SIP_INBOUND_RING_SECONDS (default 30, 1..300). */
+  sandboxInboundRingSeconds: number;
   /** Relayed events and delivery attempts older than this many days are deleted (EVENTS_RETENTION_DAYS, default
    *  30; 0 keeps them forever). */
   eventsRetentionDays: number;
@@ -516,6 +519,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: positiveInt('WEBHOOK_TIMEOUT_MS', 10_000, env),
     webhookConcurrency: positiveInt('WEBHOOK_CONCURRENCY', 200, env),
     sandboxTimeScale: scale,
+    sandboxInboundRingSeconds: numberSetting('SANDBOX_INBOUND_RING_SECONDS', 30, env, (n) => Number.isInteger(n) && n >= 1 && n <= 300, 'a whole number of seconds in 1..300'),
     eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, env),
     databasePoolMax: env.DATABASE_POOL_MAX ? positiveInt('DATABASE_POOL_MAX', 1, env) : null,
     carrier,

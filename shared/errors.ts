@@ -181,7 +181,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
     + 'free slot from GET /v1/appointments/availability.',
   state_conflict: 'The resource\'s current status does not allow this change. fields.entity names the resource '
     + '(optimize_test, contact_consent, contact_opt_out, enterprise_registration, brand, texting_registration, '
-    + 'number_health_session, appointment) and fields.status its current status; the message says what is allowed.',
+    + 'number_health_session, appointment) and fields.status its current status; the message says what is allowed. '
+    + 'A sandbox inbound call rung to a number that rejects inbound calls: fields.entity phone_number, fields.inbound reject.',
 };
 
 export interface DomainErrorOptions {

@@ -3,35 +3,27 @@
 //
 //   listen   hello {client_token}: a bounded client token with voice:webrtc; the socket listens for calls to the
 //            token's from_numbers that are ACTIVE numbers of its organization (answered `listening`).
-//   ring     the SIP owner of an inbound call publishes `ring` on <prefix>:calls:incoming; every signaling process
+//   ring     the SIP owner of an inbound call (or the gateway, for a sandbox call rung with POST
+//            /v1/sandbox/calls/inbound {ring: true}) publishes `ring` on <prefix>:calls:incoming; every signaling process
 //            sends `incoming` to its listening sockets for that organization and number.
 //   accept   {type: accept, call_id}: the first browser to accept takes the call (acceptInbound: one winner across
 //            every process, decided under the call row's lock); it publishes `taken`, its socket becomes the call's
-//            socket (welcome, then answered / ended like any call), and the owner answers the SIP INVITE.
+//            socket (welcome, then answered / ended like any call), and the owner answers the SIP INVITE (a sandbox
+//            call's caller answers here, once the socket holds the call: shared/calls/inbound.ts answerAccepted).
 //   late     a socket that starts listening while calls to its numbers ring is rung for them at once (read from the
 //            calls table: inbound, RINGING, no browser leg yet, within its ring time).
 //   decline  {type: decline, call_id}: the call stops ringing on that socket only (`incoming_stopped`, declined).
 //   stop     `taken` or `over` (the call stopped ringing: the caller hung up, nobody answered) sends
 //            `incoming_stopped` to every other socket it rang. A listening socket keeps listening.
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { acceptInbound } from '../shared/calls/inbound.ts';
+import { acceptInbound, answerAccepted } from '../shared/calls/inbound.ts';
 import type { CallRow } from '../shared/calls/model.ts';
 import type { CallRuntime } from '../shared/calls/runtime.ts';
-import type { Keyer } from '../shared/redis.ts';
+import { incomingChannel, publishIncoming, type IncomingNotice } from '../shared/calls/incoming-notice.ts';
 import { principalFromClaims } from '../shared/tokens/client-principal.ts';
 import type { ErrorCode } from './protocol.ts';
 
-export const incomingChannel = (key: Keyer) => key('calls', 'incoming');
-
-export type IncomingNotice =
-  | { kind: 'ring'; call_id: string; organization_id: string; to_number: string; from_number: string; ring_timeout_seconds: number }
-  /** A browser took the call: the SIP owner answers it, the other browsers stop ringing. */
-  | { kind: 'taken'; call_id: string; organization_id: string }
-  /** The call stopped ringing without a browser (the caller hung up, nobody answered, it was hung up). */
-  | { kind: 'over'; call_id: string; organization_id: string };
-
-export const publishIncoming = (redis: Redis, key: Keyer, n: IncomingNotice) => redis.publish(incomingChannel(key), JSON.stringify(n));
+export { incomingChannel, publishIncoming, type IncomingNotice };
 
 /** What the softphone does for this module with its sockets. */
 export interface IncomingHooks<S> {
@@ -142,6 +134,8 @@ export class IncomingCalls<S> {
     await publishIncoming(this.rt.deps.redis, this.rt.deps.key, { kind: 'taken', call_id: callId, organization_id: call.organization_id })
       .catch((err) => this.log.error({ err, call_id: callId }, 'the accepted call could not be announced: it rings until its timeout'));
     await this.hooks.attach(s, call);
+    // A sandbox call's caller answers now (a SIP call's owner answers on `taken`).
+    await answerAccepted(this.rt, call);
   }
 
   /** The socket closed (or became a call's socket). */

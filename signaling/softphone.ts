@@ -185,7 +185,8 @@ export class Softphone {
   }
 
   /** The socket took an incoming call (signaling/incoming.ts): from now on it is the call's socket, as after a
-   *  redeemed ticket. The call rings until the SIP owner answered the caller; then progress says answered. */
+   *  redeemed ticket. The call rings until the SIP owner (or, on the sandbox, the script) answered the caller; then
+   *  progress says answered. */
   private async attachInbound(s: Session, call: CallRow): Promise<void> {
     s.callId = call.id;
     s.organizationId = call.organization_id;
@@ -199,8 +200,11 @@ export class Softphone {
     if (media === false) return;
     this.send(s, JSON.stringify({ type: 'welcome', v: PROTOCOL_VERSION, call_id: call.id, path: 'inbound', status: call.status, media }));
     s.welcomed = true;
+    if (s.held) { const held = s.held; s.held = null; this.push(s, held); }
     const missed = this.unclaimed.get(call.id);
     if (missed) { this.unclaimed.delete(call.id); this.push(s, missed.p); }
+    // The sandbox carrier: once the caller answered, the sandbox far end plays to the browser (as on a dialed call).
+    this.attachFarEnd(s);
   }
 
   /** A media message: relayed to the media process, its answer sent back with the request's id. */

@@ -27,7 +27,7 @@ const USER = { id: '5b1f0c2e-8a3d-4e6f-9b7a-2c4d6e8f0a1b', email: 'dana@acmedent
 const ORG = { id: '7e2a9c41-3b5d-4f60-8a1e-9d2c4b6f8e01', name: 'Acme Dental', slug: 'acme-dental' };
 const SESSION_EXAMPLE = { user: USER, organization: ORG, role: 'owner', scopes: ['account:read', 'calls:read', 'calls:write'],
   csrf_token: 'q3Jx0cV9mB2k7nL4pW8sT1yZ6uE5aR0dF3gH9jK2lM4', expires_at: '2026-11-27T15:04:05.000Z',
-  softphone_url: 'wss://rtc.openline.example/v1/softphone' };
+  softphone_url: 'wss://rtc.openline.example/v1/softphone', carrier: 'sandbox' };
 const MEMBER_EXAMPLE = { id: '9c3e5a70-1b2d-4f8e-a6c4-3d5e7f9a1b2c', email: 'sam@acmedental.example', name: null, role: 'developer',
   status: 'invited', created_at: '2026-11-20T15:04:05.000Z' };
 const KEY_EXAMPLE = { id: '3c7d9e2a-6b4f-4a1e-8d5c-1f9a0b7e6c24', name: 'CRM integration', prefix: 'olk_8Hq2xZ', scopes: ['calls:read', 'calls:write'],
@@ -61,7 +61,7 @@ async function signedIn(ctx: Ctx<unknown, unknown, unknown>, user: UserRow, sess
   await dropPresented(deps, ctx.headers);
   const s = session ?? await createSession(deps.db, { userId: user.id, organizationId: user.organization_id, maxMs: deps.config.console.sessionMaxMs,
     ip: ctx.clientAddress, userAgent: ctx.headers['user-agent'] ?? null });
-  return { status: 200, headers: setCookie(deps, s.secret), body: { data: sessionView(user, await orgOf(deps, user.organization_id), s.csrfToken, s.expiresAt, softphoneUrl(deps.config)) } };
+  return { status: 200, headers: setCookie(deps, s.secret), body: { data: sessionView(user, await orgOf(deps, user.organization_id), s.csrfToken, s.expiresAt, softphoneUrl(deps.config), deps.config.carrier) } };
 }
 
 function sessionOf(p: Principal): SessionPrincipal {
@@ -103,7 +103,7 @@ export const consoleRoutes: Plugin = (routes) => {
       const p = sessionOf(principal);
       const user = (await getUser(deps.db, p.userId))!;
       const secret = sessionSecretOf(headers.cookie)!;
-      return { status: 200, body: { data: sessionView(user, await orgOf(deps, p.organizationId), csrfToken(secret), new Date(p.expiresAtMs), softphoneUrl(deps.config)) } };
+      return { status: 200, body: { data: sessionView(user, await orgOf(deps, p.organizationId), csrfToken(secret), new Date(p.expiresAtMs), softphoneUrl(deps.config), deps.config.carrier) } };
     },
   });
   routes.add({

@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import { OPEN_SCOPE } from '../../shared/sub-entities/content-policy.ts';
-import type { CallRow } from '../../shared/calls/model.ts';
 import { callView } from '../../shared/calls/views.ts';
 import {
   createAttempt, inboundProgress, observationResultView, recordObservation, type ObservationResult,
@@ -9,7 +8,8 @@ import { attributedUser } from '../../shared/number-health/attribution.ts';
 import { fleetItemView, fleetPage } from '../../shared/number-health/fleet.ts';
 import { OUTCOMES, policyView, TESTER_NETWORKS } from '../../shared/number-health/policy.ts';
 import { resolveNumberSet } from '../../shared/number-health/resolve.ts';
-import { INBOUND_OUTCOMES, simulateInboundCall } from '../../shared/number-health/sandbox-inbound.ts';
+import { INBOUND_OUTCOMES, sandboxInboundCall } from '../../shared/number-health/sandbox-inbound.ts';
+import { SANDBOX_INBOUND_TALK_MAX, SANDBOX_INBOUND_TALK_SECONDS } from '../../shared/carriers/sandbox.ts';
 import {
   AttemptResponse, EvidenceState, FleetItemResponse, InboundResponse, lit, NumberSetResponse, ObservationResultResponse, PolicyResponse,
   ResolutionResponse, SessionResponse,
@@ -370,22 +370,35 @@ export const numberHealthRoutes: Plugin = (routes) => {
 
   routes.add({
     method: 'POST', path: '/v1/sandbox/calls/inbound', scope: 'calls:write', tag: 'Sandbox', summary: 'Simulate an inbound call',
-    description: 'Sandbox carrier only (403 forbidden otherwise): records a call from from_number (for example a tester\'s '
-      + 'phone) to to_number (an ACTIVE number of the organization), type and direction inbound, starting now and already '
-      + 'ended: answered after 3 s and talking duration_seconds, or no_answer, busy, voicemail (duration 0). It emits no '
-      + 'webhook events. Spam-test attempts and inbound progress use it like any call. Answers 201 with the call record.',
+    description: 'Sandbox carrier only (403 forbidden otherwise): a call from from_number (for example a tester\'s '
+      + 'phone) to to_number (an ACTIVE number of the organization), type and direction inbound. Without ring it is recorded '
+      + 'starting now and already ended: answered after 3 s and talking duration_seconds, or no_answer, busy, voicemail '
+      + '(duration 0); it emits no webhook events. Spam-test attempts and inbound progress use it like any call. '
+      + 'With ring: true (no duration_seconds or outcome) it is a live call that rings every browser of the organization '
+      + 'listening for to_number (the console\'s Phone page, the SDK\'s IncomingCalls), as a SIP trunk\'s call does: '
+      + 'admitted like one (not_found when to_number is no ACTIVE number of yours, 409 state_conflict when its inbound '
+      + 'setting is reject, channel_limit_exceeded, spend_cap_reached; nothing is written then), status RINGING with '
+      + 'its new_call event. Unanswered within SANDBOX_INBOUND_RING_SECONDS (real seconds, default 30) it ends NO_ANSWER '
+      + '(call_no_answer); the browser that accepts gets the sandbox far end\'s audio (a tone, then an echo) and the caller '
+      + 'hangs up talk_seconds later (COMPLETED) unless the browser hangs up first. Answers 201 with the call record.',
     examples: { request: { from_number: '+12125550187', to_number: '+14155550123', duration_seconds: 75, outcome: 'answered' },
       response: { data: INBOUND_CALL_EXAMPLE } },
     body: Type.Object({
       from_number: E164('The caller (E.164), e.g. a tester\'s phone.'),
       to_number: E164('An ACTIVE number of your organization (E.164).'),
-      duration_seconds: Type.Integer({ minimum: 0, maximum: 10800, description: 'Talk time; 0 unless answered.' }),
-      outcome: lit(INBOUND_OUTCOMES, 'answered (COMPLETED), no_answer, busy or voicemail.'),
+      duration_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 10800, description: 'Talk time; 0 unless answered. Required without ring; not with ring: true.' })),
+      outcome: Type.Optional(lit(INBOUND_OUTCOMES, 'answered (COMPLETED), no_answer, busy or voicemail. Required without ring; not with ring: true.')),
+      ring: Type.Optional(Type.Boolean({ default: false, description: 'true: a live call that rings the organization\'s listening browsers '
+        + '(answers with status RINGING) instead of a finished record. Default false.', examples: [true] })),
+      talk_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: SANDBOX_INBOUND_TALK_MAX, description: 'With ring: true only: sandbox '
+        + `seconds the caller talks after a browser accepts before hanging up (scaled by SANDBOX_TIME_SCALE). Default ${SANDBOX_INBOUND_TALK_SECONDS}.`,
+      examples: [30] })),
     }, { additionalProperties: false }),
     response: { status: 201, schema: Type.Object({ data: Call }) },
+    errors: ['forbidden', 'not_found', 'state_conflict', 'channel_limit_exceeded', 'spend_cap_reached'],
     handler: async ({ deps, principal, body, baseUrl }) => {
       if (deps.config.carrier !== 'sandbox') throw new DomainError('forbidden', 'Inbound calls are simulated with the sandbox carrier only.');
-      const call = await simulateInboundCall(deps.db, principal, body, deps.clock.now(), deps.config.sandboxTimeScale) as CallRow;
+      const call = await sandboxInboundCall(deps.calls, principal, body, deps.clock.now());
       return { status: 201, body: { data: callView(call, { baseUrl, recordings: false, content: OPEN_SCOPE }) } };
     },
   });

@@ -37,6 +37,9 @@ export interface Leg {
   last_seq?: number;
   /** Browser leg: the signaling process holding its WebSocket (the reconciler abandons calls of a dead one). */
   signaling?: string;
+  /** A sandbox inbound call rung in browsers (POST /v1/sandbox/calls/inbound, ring: true): the caller's talk time,
+   *  sandbox seconds after a browser accepts (shared/carriers/sandbox.ts). */
+  talk_seconds?: number;
 }
 
 export type Legs = Partial<Record<LegRole, Leg>>;

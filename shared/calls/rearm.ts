@@ -2,7 +2,8 @@
 // PostgreSQL, the truth. Every job keeps its deterministic id, so a job that survived is not doubled.
 //   - QUEUED calls: their dial job (a browser call of path A only once its ticket was redeemed);
 //   - live legs: what the carrier still had to report (Carrier.resume: the sandbox's scripted progress, its ring
-//     time-outs included); a carrier that cannot resume gets the originate command of a leg still dialing again;
+//     time-outs included, and a rung inbound call's ring timeout or hang-up); a carrier that cannot resume gets the
+//     originate command of a leg still dialing again;
 //   - answered calls: the call-length limit timer, and a bridge's bridge command (idempotent);
 //   - unused browser tickets: their cleanup job, due at the ticket's deadline;
 //   - calls that ended shortly before with legs still up (their hang-up commands were queued in Redis): the hang-ups
@@ -68,6 +69,7 @@ export async function rearmCalls(rt: CallRuntime, now = Date.now()): Promise<Cal
           callId: call.id, role: leg.role, legId: legId(call.id, leg.role), number: leg.number,
           status: leg.status as 'DIALING' | 'RINGING' | 'ANSWERED', originatedAt: leg.originated_at ?? call.originated_at!.toISOString(),
           lastSeq: leg.last_seq ?? 0, ringTimeoutSeconds: call.ring_timeout_seconds,
+          ...(call.type === 'inbound' ? { inbound: { createdAt: call.created_at.toISOString(), answeredAt: leg.answered_at, talkSeconds: leg.talk_seconds ?? null } } : {}),
         });
         out.legs++;
       }

@@ -10,6 +10,7 @@ import { SpendAccounts } from '../spend/spend-accounts.ts';
 import { spendDay } from './limits.ts';
 import type { Effect, Input } from './machine.ts';
 import type { CallRow } from './model.ts';
+import { stopRingingWhenOver } from './inbound.ts';
 import { CallQueues } from './queues.ts';
 import { applyInput, CallInserts, type Applied } from './store.ts';
 import { afterTransition, publishProgress } from '../tickets/progress.ts';
@@ -43,6 +44,8 @@ export class CallRuntime {
     // ticket revocation at the end.
     this.onCommitted((applied, input) => afterTransition(deps, applied, input));
     this.onCommitted(reportCallTransitions(deps.log));
+    // A sandbox inbound call that stops ringing unanswered: the browsers stop ringing.
+    this.onCommitted((applied) => stopRingingWhenOver(this, applied));
   }
 
   /** Publishes a new call's state once its insert committed (its transitions are published by afterTransition).

@@ -79,6 +79,9 @@ export interface ResumedLeg extends LegRef {
   /** The highest numbered event of the leg already applied (0: none). */
   lastSeq: number;
   ringTimeoutSeconds: number;
+  /** The caller's leg of an inbound call (role destination): when the call was created and answered, and the talk
+   *  time a sandbox call rung in browsers was given (shared/carriers/sandbox.ts). */
+  inbound?: { createdAt: string; answeredAt: string | null; talkSeconds: number | null };
 }
 
 export interface BridgeRequest {

@@ -119,6 +119,7 @@ export class SandboxCarrier implements Carrier {
   /** The leg's script from its origination on, less what it already reported: the numbered events after its last
    *  applied one (numbered as originate() numbered them). */
   async resume(leg: ResumedLeg): Promise<void> {
+    if (leg.inbound) return resumeSandboxInbound(this.events, leg, this.timeScale, this.now());
     const t0 = Date.parse(leg.originatedAt);
     const now = this.now();
     const due = numbered(sandboxScript(leg.number, leg.role, leg.ringTimeoutSeconds)).filter(({ seq }) => seq > leg.lastSeq).map(({ step, seq }) => {
@@ -167,4 +168,71 @@ export class SandboxCarrier implements Carrier {
     // After the connect leg's scripted answer (1).
     await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed', 2), { delayMs: at - this.now() });
   }
+}
+
+// --- Inbound calls that ring browsers (POST /v1/sandbox/calls/inbound with ring: true; shared/calls/inbound.ts) ---
+// The caller is the call's `destination` leg, as on the SIP trunk. Its events are numbered like any sandbox leg's:
+//   ringing   ended no_answer (1), a delayed job due at the call's ring time (real seconds, not scaled: browsers
+//             ring in real time, as with SIP_INBOUND_RING_SECONDS);
+//   accepted  a browser took it: that job is withdrawn, then answered (1) now and ended completed (2) talk_seconds
+//             (sandbox seconds, scaled) later, in one transaction. A hang-up meanwhile removes them (hangup()).
+
+/** Sandbox seconds the caller talks after a browser accepted, unless the request says (talk_seconds, 1..3600). */
+export const SANDBOX_INBOUND_TALK_SECONDS = 10;
+export const SANDBOX_INBOUND_TALK_MAX = 3600;
+
+export interface SandboxInboundCall {
+  id: string;
+  carrier: string;
+  created_at: Date;
+  ring_timeout_seconds: number;
+  time_scale: number;
+  legs: { destination?: { number: string; talk_seconds?: number } };
+}
+
+const callerRef = (call: SandboxInboundCall): LegRef =>
+  ({ callId: call.id, role: 'destination', legId: `${call.id}-destination`, number: call.legs.destination!.number });
+
+const sandboxEvent = (leg: LegRef, kind: CarrierEventKind, atMs: number, reason: LegEndReason | undefined, seq: number): CarrierEvent =>
+  ({ carrier: 'sandbox', callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq });
+
+/** The ring timeout of a rung sandbox inbound call: its caller's `ended no_answer` (1) at its ring time. Repeating it
+ *  adds nothing (its job id is sequencedEventJobId(leg, 1)). */
+export async function scheduleSandboxRingTimeout(events: Queue, call: SandboxInboundCall, now = Date.now()): Promise<void> {
+  const at = call.created_at.getTime() + call.ring_timeout_seconds * 1000;
+  await publishCarrierEvent(events, sandboxEvent(callerRef(call), 'ended', at, 'no_answer', 1), { delayMs: at - now });
+}
+
+/** After Redis lost its state: the caller leg of a rung inbound call gets its pending event again, timed as first
+ *  scheduled and under the same job id: its no_answer (1) while it rings, its hang-up (2) once answered. */
+async function resumeSandboxInbound(events: Queue, leg: ResumedLeg, timeScale: number, now: number): Promise<void> {
+  const i = leg.inbound!;
+  if (leg.status !== 'ANSWERED' && leg.lastSeq < 1) {
+    const at = Date.parse(i.createdAt) + leg.ringTimeoutSeconds * 1000;
+    await publishCarrierEvent(events, sandboxEvent(leg, 'ended', at, 'no_answer', 1), { delayMs: at - now });
+  } else if (leg.status === 'ANSWERED' && leg.lastSeq < 2 && i.answeredAt) {
+    const at = Date.parse(i.answeredAt) + (i.talkSeconds ?? SANDBOX_INBOUND_TALK_SECONDS) * 1000 * timeScale;
+    await publishCarrierEvent(events, sandboxEvent(leg, 'ended', at, 'completed', 2), { delayMs: at - now });
+  }
+}
+
+/** A browser accepted the rung sandbox inbound call: its no_answer is withdrawn, then the caller answers (1) and
+ *  hangs up (2) after its talk time. False when the no_answer could not be withdrawn (it is being applied right now,
+ *  or was: the call ends NO_ANSWER, and nothing is published). */
+export async function answerSandboxInbound(events: Queue, flows: FlowProducer, call: SandboxInboundCall, now = Date.now()): Promise<boolean> {
+  const leg = callerRef(call);
+  let removed: number;
+  try {
+    removed = await events.remove(sequencedEventJobId(leg.legId, 1));
+  } catch {
+    return false; // locked by a worker applying it
+  }
+  if (removed !== 1) return false;
+  const talk = call.legs.destination?.talk_seconds ?? SANDBOX_INBOUND_TALK_SECONDS;
+  const end = now + talk * 1000 * call.time_scale;
+  await publishCarrierEvents(flows, events, [
+    { ev: sandboxEvent(leg, 'answered', now, undefined, 1) },
+    { ev: sandboxEvent(leg, 'ended', end, 'completed', 2), delayMs: end - now },
+  ]);
+  return true;
 }

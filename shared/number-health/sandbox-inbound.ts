@@ -1,11 +1,17 @@
 // The sandbox's inbound calls: a simulated call from an outside phone (a tester) to a number the organization
 // holds, recorded whole at once (type and direction inbound) with the given talk time and outcome. Spam-test
 // attempts and inbound progress read it like any call. Real carriers record inbound calls from their own events.
+// With ring: true it is a live call instead, which rings the organization's listening browsers like a SIP trunk's
+// (shared/calls/inbound.ts ringSandboxInbound; its caller's script in shared/carriers/sandbox.ts).
 import type { Principal } from '../accounts/principal.ts';
 import type { Db } from '../db.ts';
 import { validationError } from '../errors.ts';
 import { uuidv7 } from '../ids.ts';
 import { isE164 } from '../phone/e164.ts';
+import { ringSandboxInbound } from '../calls/inbound.ts';
+import type { CallRow } from '../calls/model.ts';
+import type { CallRuntime } from '../calls/runtime.ts';
+import { SANDBOX_INBOUND_TALK_SECONDS } from '../carriers/sandbox.ts';
 
 export const INBOUND_OUTCOMES = ['answered', 'no_answer', 'busy', 'voicemail'] as const;
 export type InboundOutcome = (typeof INBOUND_OUTCOMES)[number];
@@ -21,6 +27,31 @@ const ENDS: Record<InboundOutcome, { status: string; failure: string | null; cat
 };
 
 export interface InboundInput { from_number: string; to_number: string; duration_seconds: number; outcome: InboundOutcome }
+
+/** The request body of POST /v1/sandbox/calls/inbound: a recorded call (duration_seconds and outcome), or with
+ *  ring: true a live one that rings browsers (talk_seconds, default 10). */
+export interface SandboxInboundRequest {
+  from_number: string; to_number: string; duration_seconds?: number; outcome?: InboundOutcome; ring?: boolean; talk_seconds?: number;
+}
+
+/** POST /v1/sandbox/calls/inbound: which fields go with which kind of call, then the call. */
+export async function sandboxInboundCall(rt: CallRuntime, p: Principal, input: SandboxInboundRequest, now: number): Promise<CallRow> {
+  const fields: Record<string, string> = {};
+  if (input.ring === true) {
+    for (const f of ['duration_seconds', 'outcome'] as const) {
+      if (input[f] !== undefined) fields[f] = 'is not allowed with ring: true (the call takes the course the browser gives it)';
+    }
+  } else {
+    for (const f of ['duration_seconds', 'outcome'] as const) if (input[f] === undefined) fields[f] = 'is required';
+    if (input.talk_seconds !== undefined) fields.talk_seconds = 'is allowed only with ring: true';
+  }
+  if (Object.keys(fields).length) throw validationError(fields);
+  if (input.ring === true) {
+    return ringSandboxInbound(rt, { organizationId: p.organizationId, from: input.from_number, to: input.to_number,
+      talkSeconds: input.talk_seconds ?? SANDBOX_INBOUND_TALK_SECONDS, ringSeconds: rt.deps.config.sandboxInboundRingSeconds });
+  }
+  return simulateInboundCall(rt.deps.db, p, input as InboundInput, now, rt.deps.config.sandboxTimeScale) as Promise<CallRow>;
+}
 
 export async function simulateInboundCall(db: Db, p: Principal, input: InboundInput, now: number, timeScale: number) {
   const fields: Record<string, string> = {};

@@ -39,13 +39,16 @@ export const SessionResponse = Type.Object({
   expires_at: Type.String({ format: 'date-time', description: 'When the session ends at the latest (it also ends after 12 hours unused).' }),
   softphone_url: Type.String({ description: 'The softphone WebSocket a browser call\'s ticket (POST /v1/webrtc-token) is sent on: '
     + 'SIGNALING_PUBLIC_URL, else ws://HOST:SIGNALING_PORT/v1/softphone.' }),
+  carrier: Type.Union([Type.Literal('sandbox'), Type.Literal('livekit'), Type.Literal('sip')], { description: 'The platform\'s carrier '
+    + '(CARRIER): sandbox (the default; the console\'s Phone page then offers "Simulate incoming call", POST /v1/sandbox/calls/inbound '
+    + 'with ring: true), sip (the SIP trunk) or livekit.', examples: ['sandbox'] }),
 }, { description: 'A console session.' });
 
 export function sessionView(u: UserRow, org: { id: string; name: string; slug: string }, csrf: string, expiresAt: Date,
-  softphoneUrl: string): Static<typeof SessionResponse> {
+  softphoneUrl: string, carrier: 'sandbox' | 'livekit' | 'sip'): Static<typeof SessionResponse> {
   return {
     user: { id: u.id, email: u.email, name: u.name },
     organization: { id: org.id, name: org.name, slug: org.slug },
-    role: u.role, scopes: roleScopes(u.role), csrf_token: csrf, expires_at: expiresAt.toISOString(), softphone_url: softphoneUrl,
+    role: u.role, scopes: roleScopes(u.role), csrf_token: csrf, expires_at: expiresAt.toISOString(), softphone_url: softphoneUrl, carrier,
   };
 }

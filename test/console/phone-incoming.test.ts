@@ -5,7 +5,7 @@
 // gets the in-call view with RTP flowing both ways (the page's packet counters and the media process's), the other
 // stops ringing; hang up completes the call. Then a SIPp caller: one tab Declines (it stops ringing there only), the
 // other Declines too, and the call ends NO_ANSWER at its ring timeout. axe-core finds no serious violation, ringing
-// or in a call.
+// or in a call. An owner (who may write calls) gets no "Simulate incoming call" form: that is the sandbox carrier's.
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { createUser } from '../../shared/users/members.ts';
@@ -115,5 +115,20 @@ if (skip) {
     t.match(log, /^SIP\/2\.0 480 /m, 'the caller got 480 at the ring timeout');
     const id = (await p.env.db.one(`SELECT id FROM calls WHERE organization_id = $1 AND direction = 'inbound' ORDER BY id DESC LIMIT 1`, [p.org.organization_id])).id as string;
     t.match(await endedCall(p, id), { status: 'NO_ANSWER', failure_code: 'no_answer' });
+  });
+
+  await t.test('on the SIP carrier even an owner gets no "Simulate incoming call" (the sandbox\'s only)', async (t) => {
+    await createUser(p.env.db, { organizationId: p.org.organization_id, email: 'owner.incoming@example.com', role: 'owner', password: PASSWORD });
+    const { page } = await openPage(browser, t);
+    await page.goto(`${p.env.url}/console/`);
+    await page.getByLabel('Email').fill('owner.incoming@example.com');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Phone' }).click();
+    await page.getByLabel('Incoming calls').filter({ hasText: `Incoming calls to ${number} ring here.` }).waitFor({ timeout: 30_000 });
+    const session = await page.evaluate(async () => (await (await fetch('/v1/session', { credentials: 'same-origin' })).json()).data);
+    t.equal(session.carrier, 'sip', 'the session names the carrier');
+    t.equal(await page.getByRole('form', { name: 'Simulate incoming call' }).count(), 0, 'no simulate form');
   });
 }

@@ -241,7 +241,7 @@ function NumberSettings({ number, onSaved, onCancel }: { number: PhoneNumber; on
             <option value="softphone">Ring softphones</option>
             <option value="reject">Reject</option>
           </select>
-          <p id="number-inbound-hint" class="hint">Ring softphones: the console's Phone pages listening for this number ring (SIP trunk carrier). Reject: callers hear the number is unavailable.</p>
+          <p id="number-inbound-hint" class="hint">Ring softphones: the console's Phone pages listening for this number ring (SIP trunk carrier, and the sandbox's simulated incoming calls). Reject: callers hear the number is unavailable.</p>
         </div>
         {error && <p role="alert" class="error">{error}</p>}
         <div class="actions">

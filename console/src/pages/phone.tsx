@@ -6,6 +6,9 @@
 // numbers whose inbound setting is `softphone`, with client tokens it mints through the session (POST
 // /v1/client-tokens); a ringing call shows a panel (caller, number called, Accept, Decline) announced by a live
 // region; Accept turns it into the same in-call view as a dialed call. Another tab that did not accept stops ringing.
+// On the sandbox carrier (the session's `carrier`), roles with calls:write get "Simulate incoming call": a form (the
+// number called, the caller) that posts POST /v1/sandbox/calls/inbound {ring: true}; the call then rings here (and in
+// every tab listening for the number) like a call from a SIP trunk.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { IncomingCall, IncomingCalls } from '../../../sdk/incoming.ts';
 import type { AudioStats, CallState, EndedDetail, Softphone } from '../../../sdk/softphone.ts';
@@ -84,6 +87,12 @@ export function PhonePage({ session }: { session: Session }) {
   const [listeningTo, setListeningTo] = useState<string[]>([]);
   const [listenError, setListenError] = useState<string | null>(null);
   const [announce, setAnnounce] = useState('');
+  const [simTo, setSimTo] = useState('');
+  const [simFrom, setSimFrom] = useState('+12125550187');
+  const [simTalk, setSimTalk] = useState('60');
+  const [simError, setSimError] = useState<{ field: 'from' | 'talk' | null; message: string } | null>(null);
+  const [simBusy, setSimBusy] = useState(false);
+  const [simNotice, setSimNotice] = useState<string | null>(null);
   const listener = useRef<IncomingCalls | null>(null);
   const phone = useRef<Softphone | null>(null);
   const mic = useRef<MediaStreamTrack | null>(null);
@@ -99,6 +108,7 @@ export function PhonePage({ session }: { session: Session }) {
       const active = data.data.filter((n) => n.status === 'ACTIVE');
       setNumbers(active);
       setFrom((f) => (active.some((n) => n.phone_number === f) ? f : active[0]?.phone_number ?? ''));
+      setSimTo((f) => (active.some((n) => n.phone_number === f) ? f : active[0]?.phone_number ?? ''));
     } catch {
       setLoadError('The server could not be reached.');
     }
@@ -257,6 +267,35 @@ export function PhonePage({ session }: { session: Session }) {
   };
   const declineCall = (c: IncomingCall) => { c.decline(); setAnnounce(''); };
 
+  // The sandbox's inbound simulation (sandbox carrier, calls:write): the call rings the listening tabs.
+  const canSimulate = session.carrier === 'sandbox' && session.scopes.includes('calls:write');
+  const simulate = async (e: Event) => {
+    e.preventDefault();
+    const caller = cleanNumber(simFrom);
+    setSimFrom(caller);
+    setSimNotice(null);
+    if (!E164.test(caller)) {
+      setSimError({ field: 'from', message: 'Enter the caller in international (E.164) form, e.g. +12125550187.' });
+      return;
+    }
+    const talk = Number(simTalk);
+    if (!Number.isInteger(talk) || talk < 1 || talk > 3600) {
+      setSimError({ field: 'talk', message: 'The talk time is a whole number of seconds from 1 to 3600.' });
+      return;
+    }
+    setSimError(null);
+    setSimBusy(true);
+    try {
+      const { data, error, response } = await api.POST('/v1/sandbox/calls/inbound', { body: { from_number: caller, to_number: simTo, ring: true, talk_seconds: talk } });
+      if (!data) return setSimError({ field: null, message: messageOf(error, response) });
+      setSimNotice(`Calling ${simTo} from ${caller}: it rings the tabs listening for ${simTo}.`);
+    } catch {
+      setSimError({ field: null, message: 'The server could not be reached.' });
+    } finally {
+      setSimBusy(false);
+    }
+  };
+
   const hangUp = () => { void phone.current?.hangup(); };
   const toggleMute = () => {
     const m = !muted;
@@ -358,6 +397,36 @@ export function PhonePage({ session }: { session: Session }) {
             <audio ref={audio} autoPlay />
           </section>
         </div>
+      )}
+      {numbers && numbers.length > 0 && canSimulate && (
+        <form onSubmit={(e) => void simulate(e)} class="card simulate" aria-labelledby="simulate-title" noValidate>
+          <h2 id="simulate-title">Simulate incoming call</h2>
+          <p class="hint">Sandbox carrier: a pretend caller dials one of your numbers and it rings here like a real call.</p>
+          <div class="field">
+            <label for="simulate-to">Number to ring</label>
+            <select id="simulate-to" value={simTo} disabled={simBusy} onChange={(e) => setSimTo(e.currentTarget.value)}>
+              {numbers.map((n) => <option key={n.phone_number} value={n.phone_number}>{n.phone_number}{n.name ? ` (${n.name})` : ''}</option>)}
+            </select>
+          </div>
+          <div class="field">
+            <label for="simulate-from">Caller number</label>
+            <input id="simulate-from" type="tel" inputMode="tel" class="mono" value={simFrom} disabled={simBusy}
+              aria-invalid={simError?.field === 'from' ? 'true' : undefined} aria-describedby={simError?.field === 'from' ? 'simulate-error' : 'simulate-hint'}
+              onInput={(e) => { setSimFrom(e.currentTarget.value); setSimError(null); }} />
+            <p id="simulate-hint" class="hint">Any number in international form: the caller the call shows.</p>
+          </div>
+          <div class="field">
+            <label for="simulate-talk">Talk time (seconds)</label>
+            <input id="simulate-talk" type="number" min={1} max={3600} step={1} value={simTalk} disabled={simBusy}
+              aria-invalid={simError?.field === 'talk' ? 'true' : undefined} aria-describedby={simError?.field === 'talk' ? 'simulate-error' : 'simulate-talk-hint'} onInput={(e) => { setSimTalk(e.currentTarget.value); setSimError(null); }} />
+            <p id="simulate-talk-hint" class="hint">Once you accept, the caller hangs up after this long (sandbox seconds), unless you hang up first.</p>
+          </div>
+          {simError && <p id="simulate-error" role="alert" class="error">{simError.message}</p>}
+          <div class="row actions">
+            <button type="submit" class="secondary" disabled={simBusy || !simTo}>{simBusy ? 'Calling…' : 'Simulate incoming call'}</button>
+          </div>
+          {simNotice && <p class="hint">{simNotice}</p>}
+        </form>
       )}
     </>
   );
