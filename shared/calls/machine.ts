@@ -25,8 +25,9 @@ export type MachineCall = Pick<CallRow,
   'id' | 'type' | 'status' | 'legs' | 'picked_up' | 'answered_at' | 'ended_at' | 'originated_at' | 'call_outcome'
   | 'failure_code' | 'failure_category' | 'disconnection_reason' | 'duration_seconds' | 'time_scale'
   | 'max_duration_seconds' | 'price_cents_per_minute' | 'cost_cents' | 'spend_reserved_cents'>
-  /** The carrier's name: what may be assumed of it (shared/carriers/traits.ts). Absent: nothing is assumed. */
-  & Partial<Pick<CallRow, 'carrier'>>;
+  /** The carrier's name: what may be assumed of it (shared/carriers/traits.ts). Absent: nothing is assumed.
+   *  direction absent: outbound. */
+  & Partial<Pick<CallRow, 'carrier' | 'direction'>>;
 
 export type Input =
   | { type: 'originate'; at: Date }
@@ -285,7 +286,9 @@ export function pendingEffects(call: MachineCall): Effect[] {
   for (const leg of legs) {
     // A leg recorded ringing when it was dialed, which has reported nothing since, may never have been dialed (a
     // process died between the commit and the command): dialing it again is harmless (commands are idempotent).
-    const unconfirmed = leg.status === 'RINGING' && !leg.last_seq && traits.ringsWhenDialed(leg.number) && leg.role !== 'browser';
+    // (An inbound call's caller was never dialed by us.)
+    const unconfirmed = call.direction !== 'inbound' && leg.status === 'RINGING' && !leg.last_seq && leg.role !== 'browser'
+      && traits.ringsWhenDialed(leg.number);
     if (leg.status === 'DIALING' || unconfirmed) effects.push({ kind: 'originate', role: leg.role });
   }
   if (call.status === 'ANSWERED') {

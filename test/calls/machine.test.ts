@@ -250,6 +250,7 @@ t.test('sandbox traits: a leg rings when dialed, our hang-ups are recorded at th
   const ringing = steps[0].call;
   t.same(pendingEffects(ringing), [{ kind: 'originate', role: 'connect' }]);
   t.same(pendingEffects(steps[1].call), [{ kind: 'originate', role: 'destination' }], 'the answered staff phone is not dialed again');
+  t.same(pendingEffects({ ...ringing, direction: 'inbound' }), [], 'an inbound caller ringing is never dialed');
 
   // Without the sandbox's traits, every step waits for the carrier.
   const real = run({ ...newCall(), carrier: 'sip' }, { type: 'originate', at: at(0) }).call;
