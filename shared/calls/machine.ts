@@ -96,6 +96,18 @@ export const limitDeadline = (c: Pick<MachineCall, 'answered_at' | 'max_duration
   | 'price_cents_per_minute' | 'spend_reserved_cents'>) =>
   Math.min(c.answered_at!.getTime() + c.max_duration_seconds * 1000 * c.time_scale, spendDeadline(c));
 
+/** Whether an answered call needs a limit timer of its own: not when its carrier's scripts end it first (shared/
+ *  carriers/traits.ts), the scripted end being a carrier event already scheduled; an inbound call's caller talks as
+ *  long as its request said, so it always gets one. */
+export function needsLimitTimer(c: Pick<MachineCall, 'answered_at' | 'max_duration_seconds' | 'time_scale' | 'legs'
+  | 'price_cents_per_minute' | 'spend_reserved_cents' | 'carrier' | 'direction'>): boolean {
+  if (c.direction === 'inbound') return true;
+  const traits = carrierTraits(c.carrier);
+  const talk = Math.min(...[c.legs.connect, c.legs.destination].filter((l): l is Leg => !!l).map((l) => traits.talkSeconds(l.number)));
+  if (!Number.isFinite(talk)) return true;
+  return limitDeadline(c) <= c.answered_at!.getTime() + talk * 1000 * c.time_scale;
+}
+
 /** Cost (pricing.ts): every answered leg pays per started minute of its own connected time, never past the
  *  instant its reservation runs out, so a call is never billed more than it reserved. */
 export const callCost = (c: MachineCall, endedAt: Date): number =>
@@ -113,6 +125,7 @@ interface Ending {
 /** Ends the call: final fields, hang up every leg still up, release the channels. */
 function end(call: MachineCall, e: Ending, at: Date): Step {
   const hadLimit = call.status === 'ANSWERED';
+  const hadTimer = hadLimit && needsLimitTimer(call);
   // An answered call's limit (length or money) came first when the ending is reported past it (a late event).
   if (hadLimit && e.outcome === 'answered' && at.getTime() > limitDeadline(call)) {
     at = new Date(limitDeadline(call));
@@ -144,7 +157,7 @@ function end(call: MachineCall, e: Ending, at: Date): Step {
       effects.push({ kind: 'hangup', role: leg.role });
     }
   }
-  if (hadLimit) effects.push({ kind: 'cancel_limit' });
+  if (hadTimer) effects.push({ kind: 'cancel_limit' });
   effects.push({ kind: 'release' });
   return { result: 'applied', call, effects, ended: true };
 }
@@ -247,7 +260,7 @@ function carrierStep(current: MachineCall, call: MachineCall, ev: CarrierEvent, 
     call.picked_up = true;
     const effects: Effect[] = [];
     if (call.type === 'bridge') effects.push({ kind: 'bridge', at: ev.at });
-    effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
+    if (needsLimitTimer(call)) effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
     return { result: 'applied', call, effects, ended: false };
   }
 
@@ -293,7 +306,7 @@ export function pendingEffects(call: MachineCall): Effect[] {
   }
   if (call.status === 'ANSWERED') {
     if (call.type === 'bridge') effects.push({ kind: 'bridge', at: call.answered_at!.toISOString() });
-    effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
+    if (needsLimitTimer(call)) effects.push({ kind: 'schedule_limit', at: limitDeadline(call) });
   }
   return effects;
 }

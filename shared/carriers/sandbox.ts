@@ -67,7 +67,7 @@ export const sandboxRingsWhenDialed = (number: string): boolean => sandboxScript
 
 /** Seconds a leg keeps talking once its conversation started (answer for a destination, bridge for a connect
  *  leg) before its own script ends it; Infinity when it never hangs up by itself. */
-function talkSeconds(number: string): number {
+export function talkSeconds(number: string): number {
   switch (sandboxBehaviour(number)) {
     case 'normal': return SANDBOX_TALK_SECONDS;
     case 'screened': return 1;

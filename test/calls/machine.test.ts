@@ -236,10 +236,32 @@ t.test('sandbox traits: a leg rings when dialed, our hang-ups are recorded at th
   t.match(call, { status: 'COMPLETED', disconnection_reason: 'remote_hangup', duration_seconds: 10 });
   t.match(call.legs.connect, { status: 'ENDED', reason: 'local_hangup', ended_at: at(14).toISOString() },
     'the staff phone is recorded hung up by the end itself');
-  t.same(steps[3].effects, [{ kind: 'hangup', role: 'connect', endRecorded: true }, { kind: 'cancel_limit' }, { kind: 'release' }]);
+  t.same(steps[2].effects, [{ kind: 'bridge', at: at(4).toISOString() }],
+    'no limit timer: the scripts end the call (10 s of talk) long before its 3,600 s limit');
+  t.same(steps[3].effects, [{ kind: 'hangup', role: 'connect', endRecorded: true }, { kind: 'release' }], 'and none to cancel');
   t.same(pendingEffects(call), [{ kind: 'hangup', role: 'connect', endRecorded: true }, { kind: 'release' }],
     'the repair still cancels what the hung-up leg had scheduled');
   t.equal(step(call, seqEv('connect', 'ended', 20, 2, 'completed')).result, 'ignored', 'its scripted end, if it still runs, changes nothing');
+
+  // A limit that comes before the scripted end keeps its timer (and its cancel).
+  const short = run({ ...sandbox(), max_duration_seconds: 5 }, { type: 'originate', at: at(0) }, seqEv('connect', 'answered', 2, 1),
+    seqEv('destination', 'answered', 4, 1), { type: 'hangup', mode: 'hangup', at: at(6) });
+  t.same(short.steps[2].effects, [{ kind: 'bridge', at: at(4).toISOString() }, { kind: 'schedule_limit', at: at(9).getTime() }]);
+  t.ok(short.steps[3].effects.some((e) => e.kind === 'cancel_limit'));
+  const endless = { ...sandbox() };
+  endless.legs.destination!.number = '+14155550008';
+  const staffHangsUp = run(endless, { type: 'originate', at: at(0) }, seqEv('connect', 'answered', 2, 1), seqEv('destination', 'answered', 4, 1));
+  t.notOk(staffHangsUp.steps[2].effects.some((e) => e.kind === 'schedule_limit'), 'a staff phone whose script hangs up ends it');
+  const neither = { ...sandbox() };
+  neither.legs.destination!.number = '+14155550008';
+  neither.legs.connect!.number = '+12125550008';
+  t.ok(run(neither, { type: 'originate', at: at(0) }, seqEv('connect', 'answered', 2, 1), seqEv('destination', 'answered', 4, 1))
+    .steps[2].effects.some((e) => e.kind === 'schedule_limit'), 'legs that never hang up keep the timer');
+  const inbound = run({ ...sandbox(), direction: 'inbound' }, { type: 'originate', at: at(0) }, seqEv('connect', 'answered', 2, 1),
+    seqEv('destination', 'answered', 4, 1));
+  t.ok(inbound.steps[2].effects.some((e) => e.kind === 'schedule_limit'), 'an inbound call keeps the timer');
+  t.ok(pendingEffects(short.steps[2].call).some((e) => e.kind === 'schedule_limit'), 'the repair re-arms a needed timer');
+  t.notOk(pendingEffects(steps[2].call).some((e) => e.kind === 'schedule_limit'), 'and no other');
 
   // A number whose script fails without ringing (busy) is dialing until the carrier reports.
   const busy = sandbox();
