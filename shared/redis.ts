@@ -34,6 +34,10 @@ export function createCluster(nodes: RedisNode[], opts: RedisOptions = {}): Redi
     ...(retryStrategy ? { clusterRetryStrategy: (times: number) => retryStrategy(times) ?? null } : {}),
     // A fresh local cluster answers CLUSTERDOWN for a moment after it is formed; commands wait instead of failing.
     retryDelayOnClusterDown: 100,
+    // How long a node may take to answer CLUSTER SLOTS. ioredis's 1 s failed at start-up on a busy 2-core machine (the
+    // workers open one connection per queue, each fetching the slots while the process is still loading): the
+    // connection then reported ClusterAllFailedError and retried. A refresh that waits longer holds up nothing else.
+    slotsRefreshTimeout: 5_000,
   };
   return patchDuplicate(new Cluster(nodes, clusterOpts));
 }
