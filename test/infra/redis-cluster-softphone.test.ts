@@ -8,8 +8,10 @@
 //     bridge call's states;
 //   - MEDIA_FLEET=1: two media processes announcing themselves in the cluster, a signaling process of the fleet
 //     placing two browser calls on the two of them (the choice recorded per call in the cluster), RTP both ways;
+//   - signaling's heartbeats share a slot with the reconciler's watched-since key (they must be lost together);
 //   - no process logged a cross-slot or redirection error.
 import t, { type Test } from 'tap';
+import calculateSlot from 'cluster-key-slot';
 import type { Page } from 'playwright-core';
 import { mediaFleetKey } from '../../media/fleet-announcer.ts';
 import { ChannelAccounts } from '../../shared/channels/channel-accounts.ts';
@@ -25,6 +27,8 @@ import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { SseStream } from '../helpers/sse.ts';
 import { deliveriesFor } from '../calls/helpers.ts';
 import { httpBase, softphoneUrl } from '../signaling/softphone.ts';
+import { aliveKey } from '../../signaling/reconciler.ts';
+import type { CallRuntime } from '../../shared/calls/runtime.ts';
 
 /** What a process must never log on a cluster: a script, MULTI or MGET over several slots, or a redirection the client
  *  did not follow. */
@@ -219,6 +223,18 @@ if (chromiumSkip) {
       const d = await delivered(rx, c.callId);
       t.equal(d.call_completed[0].body.data.status, 'COMPLETED', `${c.callId}: call_completed delivered`);
     }
+  });
+
+  t.test('signaling\'s heartbeats are in one slot with its watched-since key, and the processes\' are there', async (t) => {
+    // The reconciler judges a missing heartbeat as death only while the watched-since key survived: on a cluster they
+    // must sit on one master, or a master that comes back empty takes heartbeats and leaves the key.
+    const rt = { deps: { key } } as unknown as CallRuntime;
+    const instances = [...procs].filter(([name]) => name.startsWith('signaling')).map(([, p]) => /"instance":"([^"]+)"/.exec(p.output)?.[1]);
+    t.equal(instances.filter(Boolean).length, 2, 'both signaling processes named their instance');
+    const slots = new Set([key('sig', 'watched-since'), key('sig', 'reconcile-lock'), ...instances.map((i) => aliveKey(rt, i!))].map((k) => calculateSlot(k)));
+    t.equal(slots.size, 1, 'one slot');
+    for (const i of instances) t.equal(await env.redis.exists(aliveKey(rt, i!)), 1, `${i}'s heartbeat is in the cluster`);
+    t.ok(await env.redis.get(key('sig', 'watched-since')), 'the reconciler\'s watched-since key too');
   });
 
   t.test('no process logged a cross-slot or redirection error', async (t) => {
