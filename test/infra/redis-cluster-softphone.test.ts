@@ -8,6 +8,8 @@
 //     bridge call's states;
 //   - MEDIA_FLEET=1: two media processes announcing themselves in the cluster, a signaling process of the fleet
 //     placing two browser calls on the two of them (the choice recorded per call in the cluster), RTP both ways;
+//   - an incoming sandbox call ringing a listening browser on each of two signaling processes (the incoming-call
+//     channel), one accepting, the other told it was taken, the call COMPLETED;
 //   - signaling's heartbeats share a slot with the reconciler's watched-since key (they must be lost together);
 //   - no process logged a cross-slot or redirection error.
 import t, { type Test } from 'tap';
@@ -26,7 +28,7 @@ import { OwnRedisCluster } from '../helpers/redis-cluster.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { SseStream } from '../helpers/sse.ts';
 import { deliveriesFor } from '../calls/helpers.ts';
-import { httpBase, softphoneUrl } from '../signaling/softphone.ts';
+import { httpBase, Phone, softphoneUrl } from '../signaling/softphone.ts';
 import { aliveKey } from '../../signaling/reconciler.ts';
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
 
@@ -223,6 +225,41 @@ if (chromiumSkip) {
       const d = await delivered(rx, c.callId);
       t.equal(d.call_completed[0].body.data.status, 'COMPLETED', `${c.callId}: call_completed delivered`);
     }
+  });
+
+  t.test('an incoming call rings a browser on each signaling process over the cluster\'s pub/sub; one accepts, the other stops', async (t) => {
+    // The gateway publishes the ring; both signaling processes hear it; the one whose browser accepts publishes taken,
+    // which the other hears. Sandbox at 0.1: talk_seconds 20 is 2 s, then the caller hangs up.
+    const mint = async () => {
+      const r = await api('POST', '/v1/client-tokens', { from_numbers: [org.from] });
+      if (r.status !== 201) throw new Error(`client token: ${r.status} ${r.text}`);
+      return r.body.data.token as string;
+    };
+    const listen = async (sig: Proc) => {
+      const ph = await Phone.connect(softphoneUrl(sig));
+      t.teardown(() => ph.close());
+      ph.send({ type: 'hello', v: 1, client_token: await mint() });
+      await ph.frame('listening');
+      return ph;
+    };
+    const a = await listen(signaling);
+    const b = await listen(procs.get('signaling-fleet')!);
+    const r = await api('POST', '/v1/sandbox/calls/inbound', { from_number: '+12125550187', to_number: org.from, ring: true, talk_seconds: 20 });
+    t.equal(r.status, 201, r.status === 201 ? 'ringing' : r.text);
+    const id = r.body.data.id as string;
+    t.match(await a.frame('incoming'), { call_id: id }, 'the browser on the first signaling process rings');
+    t.match(await b.frame('incoming'), { call_id: id }, 'the browser on the other one rings');
+    a.send({ type: 'accept', call_id: id });
+    t.match(await a.frame('welcome'), { call_id: id, path: 'inbound' });
+    t.match(await b.frame('incoming_stopped'), { call_id: id, reason: 'answered_elsewhere' }, 'the other stops ringing (taken, across processes)');
+    await a.frame('answered', 30_000);
+    t.match(await a.frame('ended', 30_000), { call_id: id, status: 'COMPLETED', call_outcome: 'answered', disconnection_reason: 'remote_hangup' });
+    t.match(await settled(id), { status: 'COMPLETED', picked_up: true });
+    await eventually(async () => (await chan.used(org.organization_id)) === 0, 30_000, 100);
+    t.pass('channels released (0 used)');
+    const d = await delivered(rx, id);
+    t.equal(d.call_completed[0].body.data.status, 'COMPLETED', 'call_completed delivered');
+    t.ok(b.closed === null, 'the other browser still listens');
   });
 
   t.test('signaling\'s heartbeats are in one slot with its watched-since key, and the processes\' are there', async (t) => {
