@@ -34,6 +34,10 @@ export function createCluster(nodes: RedisNode[], opts: RedisOptions = {}): Redi
     ...(retryStrategy ? { clusterRetryStrategy: (times: number) => retryStrategy(times) ?? null } : {}),
     // A fresh local cluster answers CLUSTERDOWN for a moment after it is formed; commands wait instead of failing.
     retryDelayOnClusterDown: 100,
+    // How long a node may take to answer CLUSTER SLOTS. ioredis's 1 s failed at start-up on a busy 2-core machine (the
+    // workers open one connection per queue, each fetching the slots while the process is still loading): the
+    // connection then reported ClusterAllFailedError and retried. A refresh that waits longer holds up nothing else.
+    slotsRefreshTimeout: 5_000,
   };
   return patchDuplicate(new Cluster(nodes, clusterOpts));
 }
@@ -68,9 +72,12 @@ export const REQUEST_PATH_REDIS: RedisOptions = {
  *    carrier  carrier receipt ordering: per-leg sequence and per-delivery marker
  *    sms      SMS pacing: per-number slot and last-send keys
  *    sip      SIP leg owners (the reconciler reads them with one MGET)
+ *    sig      signaling's heartbeats, the key saying since when Redis has kept them, the reconciler's lock: never used
+ *             together in one command, but judged together: a heartbeat is missing for death only if the
+ *             watched-since key survived with it, so on a cluster they must be lost together (one master)
  *  Every other key is used alone (one key per script or command), so it carries no tag and the cluster spreads
  *  those keys over all slots by their whole name. */
-export const SLOT_FAMILIES: ReadonlySet<string> = new Set(['chan', 'spend', 'legs', 'opt', 'carrier', 'sms', 'sip']);
+export const SLOT_FAMILIES: ReadonlySet<string> = new Set(['chan', 'spend', 'legs', 'opt', 'carrier', 'sms', 'sip', 'sig']);
 
 /** Builds a namespaced key: every Redis key of the platform goes through this. With `hashTags` (a Redis Cluster),
  *  the keys of a family in SLOT_FAMILIES get the family's hash tag: `{ol:chan}:<org>:used` instead of

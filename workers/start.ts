@@ -53,6 +53,9 @@ export async function startWorkers(config: Config, log: Logger): Promise<Running
         concurrency: typeof p.concurrency === 'function' ? p.concurrency(config) : p.concurrency,
       });
       w.on('failed', (job, err) => log.warn({ queue: p.queue, job: job?.id, err: err.message }, 'job failed'));
+      // A Worker's connection error (Redis unreachable, a cluster's slots not readable) is logged as one JSON line;
+      // without a listener BullMQ printed the bare stack to stderr.
+      w.on('error', (err) => log.warn({ queue: p.queue, err }, 'queue worker: redis error'));
       countJobs(w, p.queue);
       return w;
     });
