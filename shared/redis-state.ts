@@ -4,16 +4,26 @@
 // notice that `repaired` is gone and rebuild from PostgreSQL (workers/services/redis-recovery.ts).
 //   epoch     a token written when a repair starts; the outbox relay compares it before and after enqueueing
 //             (shared/webhooks/relay.ts), so a batch whose jobs went into a Redis that was lost is relayed again
-//   repaired  written when the repair is done; missing means Redis lost its state (or never had it) since
+//   repaired  written when the repair is done; missing means Redis lost its state (or never had it) since. On a
+//             Redis Cluster a master can lose its slots alone, so there is one `repaired` marker in each slot that
+//             holds state: BullMQ's (`{<prefix>}`) and each tagged family's (SLOT_FAMILIES); any one missing is a loss.
 import type { Redis } from 'ioredis';
 import { randomToken } from './ids.ts';
-import type { Keyer } from './redis.ts';
+import { queuePrefix, SLOT_FAMILIES, type Keyer, type RedisTarget } from './redis.ts';
 
 /** A repair holds its lock this long at most (another process takes over after that). */
 const REPAIR_LOCK_MS = 5 * 60_000;
 
 export class RedisState {
-  constructor(private readonly redis: Redis, private readonly key: Keyer) {}
+  private readonly markers: string[];
+
+  /** queuePrefix: BullMQ's prefix on a Redis Cluster (`{<prefix>}`, shared/redis.ts queuePrefix); omitted or null on
+   *  a single instance, where one marker tells. */
+  constructor(private readonly redis: Redis, private readonly key: Keyer, queuePrefix: string | null = null) {
+    this.markers = queuePrefix === null
+      ? [this.repairedKey]
+      : [this.repairedKey, `${queuePrefix}:state:repaired`, ...[...SLOT_FAMILIES].map((family) => key(family, 'state', 'repaired'))];
+  }
 
   private get epochKey() { return this.key('state', 'epoch'); }
   private get repairedKey() { return this.key('state', 'repaired'); }
@@ -21,7 +31,11 @@ export class RedisState {
 
   epoch(): Promise<string | null> { return this.redis.get(this.epochKey); }
 
-  async repaired(): Promise<boolean> { return (await this.redis.exists(this.repairedKey)) === 1; }
+  /** Every marker is still there (one EXISTS per marker: on a cluster they live in different slots). */
+  async repaired(): Promise<boolean> {
+    const found = await Promise.all(this.markers.map((k) => this.redis.exists(k)));
+    return found.every((n) => n === 1);
+  }
 
   /** Takes the repair lock; null when another process holds it. */
   async lock(): Promise<string | null> {
@@ -42,5 +56,12 @@ export class RedisState {
   /** A new epoch: relay batches that started before it will not commit. */
   async begin(): Promise<void> { await this.redis.set(this.epochKey, randomToken(12)); }
 
-  async finish(): Promise<void> { await this.redis.set(this.repairedKey, String(Date.now())); }
+  async finish(): Promise<void> {
+    const now = String(Date.now());
+    await Promise.all(this.markers.map((k) => this.redis.set(k, now)));
+  }
 }
+
+/** The process's RedisState: markers in every slot of state on a cluster, one on a single instance. */
+export const redisStateOf = (deps: { redis: Redis; key: Keyer; config: RedisTarget & { redisPrefix: string } }): RedisState =>
+  new RedisState(deps.redis, deps.key, deps.config.redisClusterNodes ? queuePrefix(deps.config) : null);

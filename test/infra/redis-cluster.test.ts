@@ -90,6 +90,43 @@ t.test('the workers process logged no cross-slot error', async (t) => {
   t.notMatch(workers!.output, /CROSSSLOT|MOVED|All keys in the pipeline/);
 });
 
+t.test('a master that loses its slots alone is noticed: the workers repair from PostgreSQL', async (t) => {
+  const org = await callOrg(env);
+  // Both legs answer and never hang up: the call lives on its limit timer, a delayed job in BullMQ's slot.
+  const r = await dial(env, org, '+14155550008', '+12125550008');
+  t.equal(r.status, 202, r.text);
+  const id = r.body.data.call_id;
+  await eventually(async () => (await env.request('GET', `/v1/calls/${id}`, { key: org.api_key })).body.data?.status === 'ANSWERED');
+  const timer = `${queuePrefix(env.config)}:call-timers:limit-${id}`;
+  await eventually(async () => (await env.redis.exists(timer)) === 1);
+  const chan = new ChannelAccounts(env.redis, keyer(env.config.redisPrefix, true), env.db);
+  t.equal(await chan.used(org.organization_id), 2);
+
+  // Which master serves a key (ioredis's slot map).
+  const ownerOf = (k: string) => Number((env.redis as unknown as { slots: string[][] }).slots[calculateSlot(k)][0].split(':').pop());
+  // A master that holds state but not the marker a single instance uses (`<prefix>:state:repaired`, untagged): its
+  // loss went unnoticed before every slot of state got a marker of its own. BullMQ's master when it can be.
+  const single = ownerOf(`${env.config.redisPrefix}:state:repaired`);
+  const key = keyer(env.config.redisPrefix, true);
+  const stateKeys = [timer, ...[...SLOT_FAMILIES].map((f) => key(f, 'x'))];
+  const victim = stateKeys.map(ownerOf).find((p) => p !== single);
+  t.ok(victim, 'a master with state and without the single marker');
+  const repairs = () => (workers!.output.match(/Redis had no state of ours/g) ?? []).length;
+  const before = repairs();
+  // Flushed: as a master restarted without persistence comes back (its slots kept, its keys gone).
+  await cluster.cli(victim!, 'flushall');
+  await eventually(async () => repairs() > before, 30_000);
+  t.pass('the workers noticed the loss and repaired');
+  if (victim === ownerOf(timer)) await eventually(async () => (await env.redis.exists(timer)) === 1);
+  t.equal(await env.redis.exists(timer), 1, 'the live call\'s limit timer is there (re-armed if it was lost)');
+  await eventually(async () => (await chan.used(org.organization_id)) === 2);
+  t.pass('its channels are counted (rebuilt if they were lost)');
+  const h = await env.request('POST', `/v1/calls/${id}/hangup`, { key: org.api_key });
+  t.equal(h.status, 200, h.text);
+  t.equal((await settled(env, org, id)).status, 'COMPLETED');
+  await eventually(async () => (await chan.used(org.organization_id)) === 0);
+});
+
 // ---- slot check --------------------------------------------------------------------------------------------
 
 /** Wraps a connection so every custom script call (defineScript's commands) records its name and KEYS. */

@@ -1,7 +1,7 @@
 import { PgListener } from '../../shared/db-listen.ts';
 import { EVENTS_CHANNEL } from '../../shared/events/outbox.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
-import { RedisState } from '../../shared/redis-state.ts';
+import { redisStateOf } from '../../shared/redis-state.ts';
 import { RedisStateChanged, relayBatch } from '../../shared/webhooks/relay.ts';
 import type { Service } from '../processor.ts';
 
@@ -22,7 +22,7 @@ export const outboxRelay: Service = {
   async start(deps) {
     const log = deps.log.child({ service: 'outbox-relay' });
     const queue = deps.queues.get(DELIVERY_QUEUE);
-    const state = new RedisState(deps.redis, deps.key);
+    const state = redisStateOf(deps);
     let stopped = false;
     let notified = false;
     let wake: (() => void) | null = null;

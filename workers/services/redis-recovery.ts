@@ -1,5 +1,5 @@
 import { rearmCalls } from '../../shared/calls/rearm.ts';
-import { RedisState } from '../../shared/redis-state.ts';
+import { redisStateOf } from '../../shared/redis-state.ts';
 import { DELIVERY_QUEUE } from '../../shared/webhooks/delivery-jobs.ts';
 import { rearmDeliveries } from '../../shared/webhooks/rearm.ts';
 import { periodic } from '../periodic.ts';
@@ -17,7 +17,7 @@ export const redisRecovery: Service = {
   name: 'redis-recovery',
   async start(deps) {
     const log = deps.log.child({ service: 'redis-recovery' });
-    const state = new RedisState(deps.redis, deps.key);
+    const state = redisStateOf(deps);
     const deliveries = deps.queues.get(DELIVERY_QUEUE);
     const check = async () => {
       if (await state.repaired()) return;
