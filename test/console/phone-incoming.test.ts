@@ -9,7 +9,7 @@
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { createUser } from '../../shared/users/members.ts';
-import { axeClean } from '../helpers/console.ts';
+import { axeClean, openPhone } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually } from '../helpers/env.ts';
 import { endedCall, freePort, phoneSkip, sipPlatform, sippCaller, startPhone } from '../sip/helpers.ts';
@@ -32,14 +32,7 @@ if (skip) {
   const phoneTab = async (t: Test) => {
     const { page, problems } = await openPage(browser, t);
     await page.setViewportSize({ width: 1280, height: 900 });
-    await page.goto(`${p.env.url}/console/`);
-    await page.getByLabel('Email').fill('agent.incoming@example.com');
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Phone' }).click();
-    await page.getByRole('heading', { name: 'Phone', level: 1 }).waitFor();
-    await page.getByLabel('Incoming calls').filter({ hasText: `Incoming calls to ${number} ring here.` }).waitFor({ timeout: 30_000 });
+    await openPhone(page, p.env.url, 'agent.incoming@example.com', PASSWORD, number);
     return { page, problems };
   };
   const incomingPanel = (page: Page) => page.getByRole('region', { name: 'Incoming call' });
@@ -120,13 +113,7 @@ if (skip) {
   await t.test('on the SIP carrier even an owner gets no "Simulate incoming call" (the sandbox\'s only)', async (t) => {
     await createUser(p.env.db, { organizationId: p.org.organization_id, email: 'owner.incoming@example.com', role: 'owner', password: PASSWORD });
     const { page } = await openPage(browser, t);
-    await page.goto(`${p.env.url}/console/`);
-    await page.getByLabel('Email').fill('owner.incoming@example.com');
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Phone' }).click();
-    await page.getByLabel('Incoming calls').filter({ hasText: `Incoming calls to ${number} ring here.` }).waitFor({ timeout: 30_000 });
+    await openPhone(page, p.env.url, 'owner.incoming@example.com', PASSWORD, number);
     const session = await page.evaluate(async () => (await (await fetch('/v1/session', { credentials: 'same-origin' })).json()).data);
     t.equal(session.carrier, 'sip', 'the session names the carrier');
     t.equal(await page.getByRole('form', { name: 'Simulate incoming call' }).count(), 0, 'no simulate form');

@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { MediaControlClient } from '../../shared/media/control-client.ts';
 import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
 import { createUser } from '../../shared/users/members.ts';
-import { axeClean } from '../helpers/console.ts';
+import { axeClean, openPhone } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually, ROOT } from '../helpers/env.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -41,14 +41,7 @@ if (chromiumSkip) {
   const phonePage = async (t: Test, email: string) => {
     const { page, problems } = await openPage(browser, t);
     await page.setViewportSize({ width: 1280, height: 900 });
-    await page.goto(`${env.url}/console/`);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Phone' }).click();
-    await page.getByRole('heading', { name: 'Phone', level: 1 }).waitFor();
-    await page.getByLabel('Incoming calls').filter({ hasText: `Incoming calls to ${number} ring here.` }).waitFor({ timeout: 30_000 });
+    await openPhone(page, env.url, email, PASSWORD, number);
     return { page, problems };
   };
   const incomingPanel = (page: Page) => page.getByRole('region', { name: 'Incoming call' });

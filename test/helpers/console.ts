@@ -18,3 +18,11 @@ export async function signInConsole(page: Page, baseUrl: string, email: string, 
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Calls', level: 1 }).waitFor();
 }
+
+/** Signs in and opens the Phone page, waiting until it listens for incoming calls to `number`. */
+export async function openPhone(page: Page, baseUrl: string, email: string, password: string, number: string): Promise<void> {
+  await signInConsole(page, baseUrl, email, password);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Phone' }).click();
+  await page.getByRole('heading', { name: 'Phone', level: 1 }).waitFor();
+  await page.getByLabel('Incoming calls').filter({ hasText: `Incoming calls to ${number} ring here.` }).waitFor({ timeout: 30_000 });
+}
