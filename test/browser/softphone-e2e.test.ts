@@ -3,8 +3,7 @@
 // webhook receiver. The sandbox far end plays a tone then echoes the browser, so RTP counted both ways in the page
 // and the far end's echo counter prove audio went browser → media → far end → media → browser.
 import t, { type Test } from 'tap';
-import { MediaControlClient } from '../../shared/media/control-client.ts';
-import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
+import { startMedia } from '../helpers/media.ts';
 import { chromiumSkip, launchChromium, openPage, pageEventually } from '../helpers/browser.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 import { eventually, type Proc } from '../helpers/env.ts';
@@ -17,11 +16,7 @@ if (chromiumSkip) {
 } else {
   // Sandbox at 0.1: busy at 0.1 s, a ring-out takes 3 s; 0008 answers and talks until hung up.
   const { env } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1' });
-  const media = env.spawn('media', { MEDIA_WORKERS: '1', MEDIA_HEARTBEAT_MS: '500', MEDIA_SANDBOX_TONE_MS: '500' });
-  await media.ready(60_000);
-  const controlUrl = /"control":"(http:[^"]+)"/.exec(media.output)![1];
-  const mediaClient = new MediaControlClient({ url: controlUrl, secret: DEV_CONTROL_SECRET });
-  t.teardown(() => mediaClient.close());
+  const { media, controlUrl, client: mediaClient } = await startMedia(t, env, { MEDIA_SANDBOX_TONE_MS: '500' });
   const spawnSignaling = () => env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
   // Two signaling processes: A carries the calls, B is there to reconcile when a third one is killed.
   const sigA = spawnSignaling();

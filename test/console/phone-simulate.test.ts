@@ -8,8 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
-import { MediaControlClient } from '../../shared/media/control-client.ts';
-import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
+import { startMedia } from '../helpers/media.ts';
 import { createUser } from '../../shared/users/members.ts';
 import { axeClean, openPhone } from '../helpers/console.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
@@ -24,11 +23,7 @@ if (chromiumSkip) {
   t.plan(0, `skip: ${chromiumSkip}`);
 } else {
   const { env } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1', SANDBOX_INBOUND_RING_SECONDS: '60', SIGNALING_PORT: String(await freePort()) });
-  const media = env.spawn('media', { MEDIA_WORKERS: '1', MEDIA_HEARTBEAT_MS: '500', MEDIA_SANDBOX_TONE_MS: '500' });
-  await media.ready(60_000);
-  const controlUrl = /"control":"(http:[^"]+)"/.exec(media.output)![1];
-  const mediaClient = new MediaControlClient({ url: controlUrl, secret: DEV_CONTROL_SECRET });
-  t.teardown(() => mediaClient.close());
+  const { controlUrl, client: mediaClient } = await startMedia(t, env, { MEDIA_SANDBOX_TONE_MS: '500' });
   const signaling = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
   await signaling.ready();
   const org = await callOrg(env, {}, { org: 'Ring Dental' });

@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
-import { MediaControlClient } from '../../shared/media/control-client.ts';
-import { DEV_CONTROL_SECRET } from '../../shared/media/settings.ts';
+import { startMedia } from '../helpers/media.ts';
 import { createUser } from '../../shared/users/members.ts';
 import { chromiumSkip, launchChromium, openPage } from '../helpers/browser.ts';
 import { eventually, ROOT } from '../helpers/env.ts';
@@ -34,11 +33,7 @@ if (chromiumSkip) {
   mkdirSync(SHOTS, { recursive: true });
   // Sandbox at 0.1: +14155550008 answers and talks (a tone, then an echo of the browser) until hung up.
   const { env } = await callEnv(t, { SANDBOX_TIME_SCALE: '0.1', SIGNALING_PORT: String(await freePort()) });
-  const media = env.spawn('media', { MEDIA_WORKERS: '1', MEDIA_HEARTBEAT_MS: '500', MEDIA_SANDBOX_TONE_MS: '500' });
-  await media.ready(60_000);
-  const controlUrl = /"control":"(http:[^"]+)"/.exec(media.output)![1];
-  const mediaClient = new MediaControlClient({ url: controlUrl, secret: DEV_CONTROL_SECRET });
-  t.teardown(() => mediaClient.close());
+  const { controlUrl, client: mediaClient } = await startMedia(t, env, { MEDIA_SANDBOX_TONE_MS: '500' });
   const signaling = env.spawn('signaling', { MEDIA_CONTROL_URL: controlUrl });
   await signaling.ready();
   const org = await callOrg(env, {}, { org: 'Phone Dental' });
