@@ -150,7 +150,12 @@ if (skip) {
     const s = await eventually(async () => {
       const x = await c.page.evaluate(() => window.softphone.stats());
       return x.packetsSent >= from.packetsSent + n && x.packetsReceived >= from.packetsReceived + n ? x : null;
-    }, 90_000, 200);
+    }, 90_000, 200).catch(async (err: Error) => {
+      // What the page and the media process saw, for a call whose RTP never flowed (seen under heavy CPU load).
+      const page = await c.page.evaluate(() => ({ state: window.softphone.state, stats: window.softphone.stats() })).catch((e: Error) => e.message);
+      const media = await m.client.stats(c.callId).catch((e: Error) => e.message);
+      throw new Error(`${err.message}: ${c.callId} on ${m.ns.inner}: page ${JSON.stringify(page)}; media ${JSON.stringify(media)}`);
+    });
     const st = await m.client.stats(c.callId);
     t.ok(st.browser.in.packets > 0 && st.browser.out.packets > 0,
       `${c.callId} on ${m.ns.inner}: page sent ${s.packetsSent} / received ${s.packetsReceived}; media in ${st.browser.in.packets} / out ${st.browser.out.packets}`);
