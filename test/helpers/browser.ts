@@ -46,7 +46,11 @@ export async function openPage(browser: Browser, t: TapLike): Promise<WatchedPag
   const problems: string[] = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  // Chromium's own PDF viewer (a chrome-extension:// frame) has its loads aborted when the page replaces the PDF it
+  // shows; those are the browser's requests, not the page's.
+  page.on('requestfailed', (r) => {
+    if (!r.url().startsWith('chrome-extension://')) problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`);
+  });
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`http ${r.status()}: ${r.url()}`); });
   return { page, problems };
 }
