@@ -19,11 +19,9 @@ import type { Logger } from 'pino';
 import { acceptInbound, answerAccepted } from '../shared/calls/inbound.ts';
 import type { CallRow } from '../shared/calls/model.ts';
 import type { CallRuntime } from '../shared/calls/runtime.ts';
-import { incomingChannel, publishIncoming, type IncomingNotice } from '../shared/calls/incoming-notice.ts';
+import { publishIncoming, type IncomingNotice } from '../shared/calls/incoming-notice.ts';
 import { principalFromClaims } from '../shared/tokens/client-principal.ts';
 import type { ErrorCode } from './protocol.ts';
-
-export { incomingChannel, publishIncoming, type IncomingNotice };
 
 /** What the softphone does for this module with its sockets. */
 export interface IncomingHooks<S> {

@@ -18,7 +18,8 @@ import { verifyRoomToken } from '../shared/tokens/room-token.ts';
 import { MediaControlError } from '../shared/media/control-client.ts';
 import type { MediasoupObject } from '../shared/media/protocol.ts';
 import type { MediaFleet } from './media-fleet.ts';
-import { IncomingCalls, incomingChannel } from './incoming.ts';
+import { IncomingCalls } from './incoming.ts';
+import { incomingChannel } from '../shared/calls/incoming-notice.ts';
 import { ERRORS, MEDIA_MESSAGES, PROTOCOL_VERSION, errorFrame, parseMessage, type ClientMessage, type ErrorCode } from './protocol.ts';
 
 export const SOFTPHONE_PATH = '/v1/softphone';

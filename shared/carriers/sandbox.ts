@@ -4,7 +4,7 @@
 // sandbox seconds; SANDBOX_TIME_SCALE multiplies them (0.01 makes a 10 s conversation last 100 ms).
 import type { FlowProducer, Queue } from 'bullmq';
 import {
-  publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
+  legId, publishCarrierEvent, publishCarrierEvents, sequencedEventJobId, type BridgeRequest, type Carrier, type CarrierEvent, type CarrierEventKind, type LegEndReason,
   type HangupRef, type LegRef, type LegRole, type OriginateRequest, type ResumedLeg,
 } from './carrier.ts';
 
@@ -87,6 +87,10 @@ const MAX_SEQ = 2;
 const scriptedJobIds = (legId: string, lastSeq: number) =>
   Array.from({ length: Math.max(0, MAX_SEQ - lastSeq) }, (_, i) => sequencedEventJobId(legId, lastSeq + i + 1));
 
+/** A sandbox leg's event, at `atMs`. */
+const sandboxEvent = (leg: LegRef, kind: CarrierEventKind, atMs: number, reason?: LegEndReason, seq?: number): CarrierEvent =>
+  ({ carrier: 'sandbox', callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq });
+
 export class SandboxCarrier implements Carrier {
   readonly name = 'sandbox';
   readonly pricePerMinuteCents = SANDBOX_PRICE_CENTS_PER_MINUTE;
@@ -96,10 +100,6 @@ export class SandboxCarrier implements Carrier {
     private readonly now: () => number = Date.now) {}
 
   private ms(sandboxSeconds: number) { return sandboxSeconds * 1000 * this.timeScale; }
-
-  private event(leg: LegRef, kind: CarrierEventKind, atMs: number, reason?: LegEndReason, seq?: number): CarrierEvent {
-    return { carrier: this.name, callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq };
-  }
 
   /** Schedules the leg's script, all of it or nothing (one Redis transaction): a process killed half-way through
    *  used to leave the answer scheduled without the hang-up, so the call looked endless (a late limit timer found
@@ -112,7 +112,7 @@ export class SandboxCarrier implements Carrier {
     // platform records it when it dials the leg (sandboxRingsWhenDialed).
     await publishCarrierEvents(this.flows, this.events, numbered(sandboxScript(req.number, req.role, req.ringTimeoutSeconds)).map(({ step, seq }) => {
       const at = t0 + this.ms(step.at);
-      return { ev: this.event(req, step.kind, at, step.reason, seq), delayMs: at - t0 };
+      return { ev: sandboxEvent(req, step.kind, at, step.reason, seq), delayMs: at - t0 };
     }));
   }
 
@@ -124,7 +124,7 @@ export class SandboxCarrier implements Carrier {
     const now = this.now();
     const due = numbered(sandboxScript(leg.number, leg.role, leg.ringTimeoutSeconds)).filter(({ seq }) => seq > leg.lastSeq).map(({ step, seq }) => {
       const at = t0 + this.ms(step.at);
-      return { ev: this.event(leg, step.kind, at, step.reason, seq), delayMs: at - now };
+      return { ev: sandboxEvent(leg, step.kind, at, step.reason, seq), delayMs: at - now };
     });
     await publishCarrierEvents(this.flows, this.events, due);
   }
@@ -141,7 +141,7 @@ export class SandboxCarrier implements Carrier {
       } catch { /* running right now: its event arrives and is harmless */ }
     }
     if (leg.endRecorded) return;
-    await publishCarrierEvent(this.events, this.event(leg, 'ended', this.now(), 'local_hangup'),
+    await publishCarrierEvent(this.events, sandboxEvent(leg, 'ended', this.now(), 'local_hangup'),
       { dedupId: jobId(leg.legId, 'ended') });
   }
 
@@ -166,7 +166,7 @@ export class SandboxCarrier implements Carrier {
     if (!(connectTalk < talkSeconds(req.destination.number))) return;
     const at = Date.parse(req.at) + this.ms(connectTalk);
     // After the connect leg's scripted answer (1).
-    await publishCarrierEvent(this.events, this.event(req.connect, 'ended', at, 'completed', 2), { delayMs: at - this.now() });
+    await publishCarrierEvent(this.events, sandboxEvent(req.connect, 'ended', at, 'completed', 2), { delayMs: at - this.now() });
   }
 }
 
@@ -191,10 +191,7 @@ export interface SandboxInboundCall {
 }
 
 const callerRef = (call: SandboxInboundCall): LegRef =>
-  ({ callId: call.id, role: 'destination', legId: `${call.id}-destination`, number: call.legs.destination!.number });
-
-const sandboxEvent = (leg: LegRef, kind: CarrierEventKind, atMs: number, reason: LegEndReason | undefined, seq: number): CarrierEvent =>
-  ({ carrier: 'sandbox', callId: leg.callId, legId: leg.legId, role: leg.role, kind, reason, at: new Date(atMs).toISOString(), seq });
+  ({ callId: call.id, role: 'destination', legId: legId(call.id, 'destination'), number: call.legs.destination!.number });
 
 /** The ring timeout of a rung sandbox inbound call: its caller's `ended no_answer` (1) at its ring time. Repeating it
  *  adds nothing (its job id is sequencedEventJobId(leg, 1)). */

@@ -17,7 +17,7 @@ import { sipOwnerKey } from '../../shared/carriers/sip.ts';
 import { callerNumber, routeInbound } from '../../shared/calls/inbound.ts';
 import type { CallRuntime } from '../../shared/calls/runtime.ts';
 import type { Logger } from '../../shared/log.ts';
-import { incomingChannel, publishIncoming, type IncomingNotice } from '../incoming.ts';
+import { incomingChannel, publishIncoming, type IncomingNotice } from '../../shared/calls/incoming-notice.ts';
 import { InboundLeg, type InboundHost } from './inbound-leg.ts';
 import type { OutboundLeg } from './outbound-leg.ts';
 import { readAnswer } from './sdp.ts';
